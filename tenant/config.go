@@ -1,0 +1,245 @@
+package tenant
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Duration is a TOML string such as "30s" or "1m30s".
+type Duration time.Duration
+
+// UnmarshalText parses a Go duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("invalid duration %q (use e.g. \"30s\", \"5m\")", b)
+	}
+	if v < 0 {
+		return fmt.Errorf("duration %q must not be negative", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText prints the duration as Go does.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// Std returns d as a time.Duration.
+func (d Duration) Std() time.Duration { return time.Duration(d) }
+
+// Size is a byte count: a TOML integer or a string such as "64KiB", "1MiB", "2MB".
+type Size int64
+
+// UnmarshalTOML accepts integers and strings with a unit.
+func (s *Size) UnmarshalTOML(v any) error {
+	switch x := v.(type) {
+	case int64:
+		if x < 0 {
+			return fmt.Errorf("size %d must not be negative", x)
+		}
+		*s = Size(x)
+		return nil
+	case string:
+		n, err := parseSize(x)
+		if err != nil {
+			return err
+		}
+		*s = Size(n)
+		return nil
+	}
+	return fmt.Errorf("size must be an integer or a string like \"1MiB\", not %T", v)
+}
+
+func parseSize(str string) (int64, error) {
+	s := strings.TrimSpace(str)
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	var n int64
+	if _, err := fmt.Sscanf(s, "%d", &n); err != nil || n < 0 || fmt.Sprint(n) != s {
+		return 0, fmt.Errorf("invalid size %q (use e.g. 65536, \"64KiB\", \"1MiB\")", str)
+	}
+	return n * mult, nil
+}
+
+// Server is the [server] table of the main file.
+type Server struct {
+	// ListenHTTPS is the HTTPS listen address (required).
+	ListenHTTPS string `toml:"listen_https"`
+	// ListenHTTP is the plain HTTP listen address; "" disables it. It
+	// redirects to HTTPS unless a vhost sets allow_http.
+	ListenHTTP string `toml:"listen_http"`
+	// StateDir holds generated certificates and ticket keys (default
+	// "state", relative to the main file).
+	StateDir string `toml:"state_dir"`
+	// VHosts is a glob of per-tenant files (default "vhosts.d/*.toml").
+	VHosts string `toml:"vhosts"`
+	// DefaultSandbox is the sandbox mode of vhosts that set none (default "none").
+	DefaultSandbox string `toml:"default_sandbox"`
+	// AccessLog is the combined-format access log; "-" is stderr, "" is off.
+	AccessLog string `toml:"access_log"`
+	// User is an unprivileged identity the whole process switches to after
+	// binding its listeners (name or numeric uid); "" keeps the start identity.
+	User string `toml:"user"`
+	// Group is User's group (default: its primary group).
+	Group string `toml:"group"`
+	// MinUID is the lowest uid a sandboxed vhost may run as (default 1000).
+	MinUID *int64 `toml:"min_uid"`
+
+	ReadHeaderTimeout Duration `toml:"read_header_timeout"` // default 10s
+	ReadTimeout       Duration `toml:"read_timeout"`        // default 60s
+	WriteTimeout      Duration `toml:"write_timeout"`       // default 0: none
+	IdleTimeout       Duration `toml:"idle_timeout"`        // default 120s
+	ShutdownTimeout   Duration `toml:"shutdown_timeout"`    // default 10s
+	MaxHeaderBytes    Size     `toml:"max_header_bytes"`    // default 64KiB
+}
+
+// Limits is a vhost's [limits] table.
+type Limits struct {
+	// MaxWorkers bounds the tenant's worker threads in thread mode (default 64).
+	MaxWorkers int `toml:"max_workers"`
+	// WorkerIdle is how long an idle worker thread lives (default 30s).
+	WorkerIdle Duration `toml:"worker_idle"`
+	// ScriptTimeout is the time limit of one hook run (default 1s).
+	ScriptTimeout Duration `toml:"script_timeout"`
+	// ScriptMemory is the memory limit of a hook VM where the engine
+	// enforces one (default 64MiB).
+	ScriptMemory Size `toml:"script_memory"`
+	// CGITimeout is the time limit of a CGI process group (default 30s).
+	CGITimeout Duration `toml:"cgi_timeout"`
+	// MaxBody is the largest request body hooks and CGI accept (default 1MiB).
+	MaxBody Size `toml:"max_body"`
+	// MaxResponse is the largest response a hook may write (default 16MiB).
+	MaxResponse Size `toml:"max_response"`
+}
+
+// CGI is a vhost's [cgi] table.
+type CGI struct {
+	Enabled bool `toml:"enabled"`
+	// Extensions run as CGI scripts (default [".cgi"]).
+	Extensions []string `toml:"extensions"`
+	// Interpreters maps an extension to the program that runs it, e.g.
+	// { ".php" = "/usr/bin/php-cgi" }.
+	Interpreters map[string]string `toml:"interpreters"`
+}
+
+// Hook is one [[hooks]] entry of a vhost.
+type Hook struct {
+	Phase string `toml:"phase"`
+	// File is the script, relative to the vhost file; made absolute on load.
+	File string `toml:"file"`
+	// Path, when set, limits the hook to matching request paths: an exact
+	// path, or a prefix ending in "*".
+	Path string `toml:"path"`
+
+	line int
+}
+
+// Line returns the line of the hook's table in its vhost file.
+func (h Hook) Line() int { return h.line }
+
+// Matches reports whether the hook applies to the request path p.
+func (h Hook) Matches(p string) bool {
+	switch {
+	case h.Path == "":
+		return true
+	case strings.HasSuffix(h.Path, "*"):
+		return strings.HasPrefix(p, strings.TrimSuffix(h.Path, "*"))
+	default:
+		return p == h.Path
+	}
+}
+
+// VHost is one tenant's file.
+type VHost struct {
+	ServerName string   `toml:"server_name"`
+	Aliases    []string `toml:"aliases"`
+	// Root is the document root, relative to the vhost file; made absolute.
+	Root string `toml:"root"`
+	// User is the tenant's user name or numeric uid; Group its group name
+	// or gid (default: the user's primary group, or the uid's number when
+	// it has no passwd entry).
+	User  string `toml:"user"`
+	Group string `toml:"group"`
+	// TLSCert and TLSKey are PEM files (relative to the vhost file);
+	// without both, hostd generates a self-signed certificate.
+	TLSCert string `toml:"tls_cert"`
+	TLSKey  string `toml:"tls_key"`
+	// Index files tried for a directory (default ["index.html"]).
+	Index []string `toml:"index"`
+	// AllowHTTP serves this vhost on the plain listener instead of redirecting.
+	AllowHTTP bool `toml:"allow_http"`
+	// DirectoryListing lists directories without an index file (default off).
+	DirectoryListing bool `toml:"directory_listing"`
+	// Sandbox overrides server.default_sandbox.
+	Sandbox string `toml:"sandbox"`
+	// ErrorLog receives the tenant's hook and CGI errors (default: the
+	// server's log).
+	ErrorLog string `toml:"error_log"`
+
+	Limits Limits `toml:"limits"`
+	CGI    CGI    `toml:"cgi"`
+	Hooks  []Hook `toml:"hooks"`
+
+	// Set by Load.
+	File   string   // the vhost file
+	UID    uint32   // resolved User (0 when User is "")
+	GID    uint32   // resolved Group
+	Groups []uint32 // supplementary groups: none (a tenant gets only its gid)
+	Mode   string   // effective sandbox mode
+	line   int      // line of server_name
+}
+
+// Names returns the server name followed by the aliases.
+func (v *VHost) Names() []string {
+	return append([]string{v.ServerName}, v.Aliases...)
+}
+
+// Config is a loaded, validated configuration. It is immutable: reloads
+// build a new Config.
+type Config struct {
+	// File is the absolute path of the main file.
+	File   string
+	Server Server
+	// VHosts in file name order.
+	VHosts []*VHost
+	// Dir is the directory of the main file.
+	Dir string
+	// StateDir, AccessLog and VHostGlob are absolute.
+	StateDir  string
+	AccessLog string
+	VHostGlob string
+	// ServerUID and ServerGID are the resolved server.user (valid when
+	// HasServerUser).
+	ServerUID, ServerGID uint32
+	HasServerUser        bool
+}
+
+// MinUID returns server.min_uid or its default.
+func (c *Config) MinUID() int64 {
+	if c.Server.MinUID != nil {
+		return *c.Server.MinUID
+	}
+	return 1000
+}
+
+// Lookup returns the vhost serving host name, or nil.
+func (c *Config) Lookup(name string) *VHost {
+	for _, v := range c.VHosts {
+		for _, n := range v.Names() {
+			if strings.EqualFold(n, name) {
+				return v
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,472 @@
+package tenant
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Modes returns the sandbox modes, in the order the docs present them.
+func Modes() []string { return []string{"none", "suexec", "thread", "thread-per-request", "inline"} }
+
+// switching reports whether mode runs tenant code with the tenant's identity
+// in-process (or, for suexec, in CGI children).
+func switching(mode string) bool { return mode != "none" }
+
+type mainFile struct {
+	Server Server `toml:"server"`
+}
+
+// Load reads the main file at path and every vhost file its glob names,
+// validates everything, and returns the configuration. On error it returns
+// an ErrorList with every problem found, each naming its file and line.
+func Load(path string) (*Config, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	l := &loader{}
+	cfg := l.loadMain(abs)
+	if cfg == nil || len(l.errs) > 0 {
+		return nil, l.errs
+	}
+	files, err := filepath.Glob(cfg.VHostGlob)
+	if err != nil {
+		l.add(cfg.File, l.mainLoc.line("server", -1, "vhosts"), "invalid vhosts glob %q: %v", cfg.Server.VHosts, err)
+		return nil, l.errs
+	}
+	slices.Sort(files)
+	for _, f := range files {
+		if v := l.loadVHost(cfg, f); v != nil {
+			cfg.VHosts = append(cfg.VHosts, v)
+		}
+	}
+	l.checkDuplicates(cfg)
+	if len(l.errs) > 0 {
+		return nil, l.errs
+	}
+	return cfg, nil
+}
+
+type loader struct {
+	errs    ErrorList
+	mainLoc *locator
+	locs    map[string]*locator
+}
+
+func (l *loader) add(file string, line int, format string, args ...any) {
+	l.errs = append(l.errs, &Error{File: file, Line: line, Msg: fmt.Sprintf(format, args...)})
+}
+
+// decode strictly decodes file into v, reporting syntax errors and
+// unknown keys. It returns the file's locator, or nil when it could not be
+// decoded.
+func (l *loader) decode(file string, v any) *locator {
+	src, err := os.ReadFile(file)
+	if err != nil {
+		l.add(file, 0, "cannot read: %v", unwrapPath(err))
+		return nil
+	}
+	md, err := toml.Decode(string(src), v)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			l.add(file, pe.Position.Line, "%s", pe.Message)
+		} else {
+			l.add(file, 0, "%v", err)
+		}
+		return nil
+	}
+	loc := newLocator(src)
+	for _, k := range md.Undecoded() {
+		table, key := "", k.String()
+		if len(k) > 1 {
+			table, key = strings.Join(k[:len(k)-1], "."), k[len(k)-1]
+		}
+		line := loc.line(table, -1, key)
+		if line == 0 {
+			line = loc.line(table, 0, key)
+		}
+		l.add(file, line, "unknown key %q%s", k.String(), suggest(key))
+	}
+	if len(md.Undecoded()) > 0 {
+		return nil
+	}
+	return loc
+}
+
+// suggest names the known key closest to a misspelt one.
+func suggest(key string) string {
+	known := []string{"listen_https", "listen_http", "state_dir", "vhosts", "default_sandbox", "access_log",
+		"user", "group", "min_uid", "server_name", "aliases", "root", "tls_cert", "tls_key", "index",
+		"allow_http", "directory_listing", "sandbox", "error_log", "max_workers", "worker_idle",
+		"script_timeout", "script_memory", "cgi_timeout", "max_body", "max_response", "enabled",
+		"extensions", "interpreters", "phase", "file", "path", "read_header_timeout", "read_timeout",
+		"write_timeout", "idle_timeout", "shutdown_timeout", "max_header_bytes"}
+	best, bestD := "", 3
+	for _, k := range known {
+		if d := editDistance(key, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := 1
+			if a[i-1] == b[j-1] {
+				c = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func rel(dir, p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
+}
+
+func (l *loader) loadMain(file string) *Config {
+	var m mainFile
+	loc := l.decode(file, &m)
+	if loc == nil {
+		return nil
+	}
+	l.mainLoc = loc
+	s := &m.Server
+	line := func(key string) int { return loc.line("server", -1, key) }
+	if s.ListenHTTPS == "" {
+		l.add(file, loc.line("server", -1, ""), "server.listen_https is required (e.g. listen_https = \"127.0.0.1:8443\")")
+	} else if _, _, err := net.SplitHostPort(s.ListenHTTPS); err != nil {
+		l.add(file, line("listen_https"), "listen_https %q: want host:port", s.ListenHTTPS)
+	}
+	if s.ListenHTTP != "" {
+		if _, _, err := net.SplitHostPort(s.ListenHTTP); err != nil {
+			l.add(file, line("listen_http"), "listen_http %q: want host:port", s.ListenHTTP)
+		}
+	}
+	if s.StateDir == "" {
+		s.StateDir = "state"
+	}
+	if s.VHosts == "" {
+		s.VHosts = "vhosts.d/*.toml"
+	}
+	if s.DefaultSandbox == "" {
+		s.DefaultSandbox = "none"
+	}
+	if !slices.Contains(Modes(), s.DefaultSandbox) {
+		l.add(file, line("default_sandbox"), "default_sandbox %q: want one of %s", s.DefaultSandbox, strings.Join(Modes(), ", "))
+	}
+	if s.ReadHeaderTimeout == 0 {
+		s.ReadHeaderTimeout = Duration(10e9)
+	}
+	if s.ReadTimeout == 0 {
+		s.ReadTimeout = Duration(60e9)
+	}
+	if s.IdleTimeout == 0 {
+		s.IdleTimeout = Duration(120e9)
+	}
+	if s.ShutdownTimeout == 0 {
+		s.ShutdownTimeout = Duration(10e9)
+	}
+	if s.MaxHeaderBytes == 0 {
+		s.MaxHeaderBytes = 64 << 10
+	}
+	if s.MinUID != nil && *s.MinUID < 1 {
+		l.add(file, line("min_uid"), "min_uid must be at least 1")
+	}
+	dir := filepath.Dir(file)
+	cfg := &Config{File: file, Server: *s, Dir: dir, StateDir: rel(dir, s.StateDir), VHostGlob: rel(dir, s.VHosts)}
+	if s.AccessLog != "" && s.AccessLog != "-" {
+		cfg.AccessLog = rel(dir, s.AccessLog)
+	} else {
+		cfg.AccessLog = s.AccessLog
+	}
+	if s.User != "" {
+		uid, gid, err := resolveIdentity(s.User, s.Group)
+		if err != nil {
+			l.add(file, line("user"), "server.user: %v", err)
+		} else {
+			cfg.ServerUID, cfg.ServerGID, cfg.HasServerUser = uid, gid, true
+		}
+	}
+	return cfg
+}
+
+func (l *loader) loadVHost(cfg *Config, file string) *VHost {
+	v := &VHost{}
+	loc := l.decode(file, v)
+	if loc == nil {
+		return nil
+	}
+	n := len(l.errs)
+	dir := filepath.Dir(file)
+	v.File = file
+	line := func(key string) int { return loc.line("", -1, key) }
+	v.line = line("server_name")
+	v.ServerName = strings.ToLower(strings.TrimSpace(v.ServerName))
+	if v.ServerName == "" {
+		l.add(file, 1, "server_name is required (e.g. server_name = \"alice.example\")")
+	} else if err := checkHostname(v.ServerName); err != nil {
+		l.add(file, v.line, "server_name %q: %v", v.ServerName, err)
+	}
+	for i, a := range v.Aliases {
+		v.Aliases[i] = strings.ToLower(strings.TrimSpace(a))
+		if err := checkHostname(v.Aliases[i]); err != nil {
+			l.add(file, line("aliases"), "alias %q: %v", a, err)
+		}
+	}
+
+	if v.Root == "" {
+		l.add(file, 1, "root is required (the document root, e.g. root = \"../tenants/alice/public\")")
+	} else {
+		v.Root = rel(dir, v.Root)
+		if fi, err := os.Stat(v.Root); err != nil {
+			l.add(file, line("root"), "root %s: %v", v.Root, unwrapPath(err))
+		} else if !fi.IsDir() {
+			l.add(file, line("root"), "root %s is not a directory", v.Root)
+		}
+	}
+
+	if (v.TLSCert == "") != (v.TLSKey == "") {
+		l.add(file, max(line("tls_cert"), line("tls_key")), "tls_cert and tls_key go together: set both, or neither for a generated certificate")
+	} else if v.TLSCert != "" {
+		v.TLSCert, v.TLSKey = rel(dir, v.TLSCert), rel(dir, v.TLSKey)
+		if _, err := tls.LoadX509KeyPair(v.TLSCert, v.TLSKey); err != nil {
+			l.add(file, line("tls_cert"), "tls_cert %s / tls_key %s: %v", v.TLSCert, v.TLSKey, unwrapPath(err))
+		}
+	}
+
+	if len(v.Index) == 0 {
+		v.Index = []string{"index.html"}
+	}
+	for _, ix := range v.Index {
+		if ix == "" || strings.ContainsAny(ix, `/\`) || ix == "." || ix == ".." {
+			l.add(file, line("index"), "index %q must be a plain file name", ix)
+		}
+	}
+
+	v.Mode = v.Sandbox
+	if v.Mode == "" {
+		v.Mode = cfg.Server.DefaultSandbox
+	} else if !slices.Contains(Modes(), v.Mode) {
+		l.add(file, line("sandbox"), "sandbox %q: want one of %s", v.Mode, strings.Join(Modes(), ", "))
+	}
+	if v.User != "" {
+		uid, gid, err := resolveIdentity(v.User, v.Group)
+		if err != nil {
+			l.add(file, line("user"), "%v", err)
+		}
+		v.UID, v.GID = uid, gid
+	} else if v.Group != "" {
+		l.add(file, line("group"), "group needs user")
+	}
+	if switching(v.Mode) && len(l.errs) == n {
+		switch {
+		case v.User == "":
+			l.add(file, v.line, "sandbox %q needs user (the tenant's user name or uid)", v.Mode)
+		case v.UID == 0 || v.GID == 0:
+			l.add(file, line("user"), "sandbox %q refuses uid/gid 0: a tenant must not run as root", v.Mode)
+		case int64(v.UID) < cfg.MinUID():
+			l.add(file, line("user"), "uid %d is below server.min_uid %d", v.UID, cfg.MinUID())
+		}
+	}
+	if v.ErrorLog != "" {
+		v.ErrorLog = rel(dir, v.ErrorLog)
+	}
+
+	lim := &v.Limits
+	if lim.MaxWorkers < 0 {
+		l.add(file, loc.line("limits", -1, "max_workers"), "max_workers must not be negative")
+	}
+	if lim.MaxWorkers == 0 {
+		lim.MaxWorkers = 64
+	}
+	if lim.WorkerIdle == 0 {
+		lim.WorkerIdle = Duration(30e9)
+	}
+	if lim.ScriptTimeout == 0 {
+		lim.ScriptTimeout = Duration(1e9)
+	}
+	if lim.ScriptMemory == 0 {
+		lim.ScriptMemory = 64 << 20
+	}
+	if lim.CGITimeout == 0 {
+		lim.CGITimeout = Duration(30e9)
+	}
+	if lim.MaxBody == 0 {
+		lim.MaxBody = 1 << 20
+	}
+	if lim.MaxResponse == 0 {
+		lim.MaxResponse = 16 << 20
+	}
+
+	if len(v.CGI.Extensions) == 0 {
+		v.CGI.Extensions = []string{".cgi"}
+	}
+	for _, e := range v.CGI.Extensions {
+		if !strings.HasPrefix(e, ".") || len(e) < 2 {
+			l.add(file, loc.line("cgi", -1, "extensions"), "cgi extension %q must start with '.'", e)
+		}
+	}
+	for ext, prog := range v.CGI.Interpreters {
+		if !strings.HasPrefix(ext, ".") {
+			l.add(file, loc.line("cgi", -1, "interpreters"), "cgi interpreter extension %q must start with '.'", ext)
+		}
+		if !filepath.IsAbs(prog) {
+			l.add(file, loc.line("cgi", -1, "interpreters"), "cgi interpreter %q must be an absolute path", prog)
+		} else if v.CGI.Enabled {
+			if fi, err := os.Stat(prog); err != nil {
+				l.add(file, loc.line("cgi", -1, "interpreters"), "cgi interpreter %s: %v", prog, unwrapPath(err))
+			} else if fi.Mode()&0o111 == 0 {
+				l.add(file, loc.line("cgi", -1, "interpreters"), "cgi interpreter %s is not executable", prog)
+			}
+		}
+	}
+
+	for i := range v.Hooks {
+		h := &v.Hooks[i]
+		h.line = loc.line("hooks", i, "")
+		if _, err := parsePhase(h.Phase); err != nil {
+			l.add(file, nonzero(loc.line("hooks", i, "phase"), h.line), "%v", err)
+		}
+		if h.File == "" {
+			l.add(file, h.line, "hook needs file (e.g. file = \"hooks/auth.lua\")")
+			continue
+		}
+		h.File = rel(dir, h.File)
+		switch filepath.Ext(h.File) {
+		case ".lua", ".rb":
+		default:
+			l.add(file, nonzero(loc.line("hooks", i, "file"), h.line), "hook %s: want a .lua or .rb file", h.File)
+			continue
+		}
+		if fi, err := os.Stat(h.File); err != nil {
+			l.add(file, nonzero(loc.line("hooks", i, "file"), h.line), "hook %s: %v", h.File, unwrapPath(err))
+		} else if !fi.Mode().IsRegular() {
+			l.add(file, nonzero(loc.line("hooks", i, "file"), h.line), "hook %s is not a regular file", h.File)
+		}
+		if h.Path != "" && !strings.HasPrefix(h.Path, "/") {
+			l.add(file, nonzero(loc.line("hooks", i, "path"), h.line), "hook path %q must start with '/'", h.Path)
+		}
+	}
+	if len(l.errs) > n {
+		return nil
+	}
+	return v
+}
+
+func nonzero(a, b int) int {
+	if a != 0 {
+		return a
+	}
+	return b
+}
+
+func parsePhase(s string) (int, error) {
+	for i, p := range []string{"rewrite", "access", "content", "log"} {
+		if s == p {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("hook phase %q: want rewrite, access, content or log", s)
+}
+
+func (l *loader) checkDuplicates(cfg *Config) {
+	seen := map[string]*VHost{}
+	for _, v := range cfg.VHosts {
+		for _, n := range v.Names() {
+			if prev, ok := seen[n]; ok {
+				l.add(v.File, v.line, "server name %q is already served by %s:%d", n, prev.File, prev.line)
+				continue
+			}
+			seen[n] = v
+		}
+	}
+}
+
+// checkHostname accepts DNS names (letters, digits, '-', '.') and a leading
+// "*." wildcard label.
+func checkHostname(h string) error {
+	name := strings.TrimPrefix(h, "*.")
+	if name == "" || len(name) > 253 {
+		return errors.New("not a host name")
+	}
+	for _, label := range strings.Split(name, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return errors.New("not a host name (want e.g. alice.example, without port)")
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return fmt.Errorf("not a host name: invalid character %q", c)
+			}
+		}
+	}
+	return nil
+}
+
+// resolveIdentity resolves a user name or numeric uid and an optional
+// group name or gid. A numeric uid without a passwd entry gets the gid of
+// the same number unless group says otherwise.
+func resolveIdentity(userName, groupName string) (uid, gid uint32, err error) {
+	if n, perr := strconv.ParseUint(userName, 10, 32); perr == nil {
+		uid, gid = uint32(n), uint32(n)
+		if u, lerr := user.LookupId(userName); lerr == nil {
+			g, _ := strconv.ParseUint(u.Gid, 10, 32)
+			gid = uint32(g)
+		}
+	} else {
+		u, lerr := user.Lookup(userName)
+		if lerr != nil {
+			return 0, 0, fmt.Errorf("user %q: no such user (use a numeric uid, or create the user)", userName)
+		}
+		a, _ := strconv.ParseUint(u.Uid, 10, 32)
+		b, _ := strconv.ParseUint(u.Gid, 10, 32)
+		uid, gid = uint32(a), uint32(b)
+	}
+	if groupName == "" {
+		return uid, gid, nil
+	}
+	if n, perr := strconv.ParseUint(groupName, 10, 32); perr == nil {
+		return uid, uint32(n), nil
+	}
+	g, lerr := user.LookupGroup(groupName)
+	if lerr != nil {
+		return 0, 0, fmt.Errorf("group %q: no such group (use a numeric gid, or create the group)", groupName)
+	}
+	n, _ := strconv.ParseUint(g.Gid, 10, 32)
+	return uid, uint32(n), nil
+}

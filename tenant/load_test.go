@@ -1,0 +1,201 @@
+package tenant
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeTree writes files (path -> content) under a new temp dir and makes
+// the directories public/ and other/ so roots exist.
+func writeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{"public", "other", "hooks"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+const mainOK = `[server]
+listen_https = "127.0.0.1:8443"
+listen_http = "127.0.0.1:8080"
+vhosts = "vhosts.d/*.toml"
+`
+
+func TestLoadValid(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"hostd.toml": mainOK + "access_log = \"logs/access.log\"\n",
+		"vhosts.d/alice.toml": `server_name = "Alice.Example"
+aliases = ["www.alice.example"]
+root = "../public"
+user = "31001"
+[limits]
+script_timeout = "2s"
+max_body = "2MiB"
+[[hooks]]
+phase = "access"
+file = "../hooks/a.lua"
+path = "/admin/*"
+`,
+		"vhosts.d/bob.toml": "server_name = \"bob.example\"\nroot = \"../other\"\n",
+		"hooks/a.lua":       "return nil\n",
+	})
+	cfg, err := Load(filepath.Join(dir, "hostd.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.VHosts) != 2 {
+		t.Fatalf("got %d vhosts", len(cfg.VHosts))
+	}
+	a := cfg.Lookup("www.alice.example")
+	if a == nil || a.ServerName != "alice.example" {
+		t.Fatalf("lookup alias: %+v", a)
+	}
+	if a.Root != filepath.Join(dir, "public") || a.UID != 31001 || a.GID != 31001 {
+		t.Errorf("root/uid/gid = %s %d %d", a.Root, a.UID, a.GID)
+	}
+	if a.Limits.ScriptTimeout.Std().Seconds() != 2 || a.Limits.MaxBody != 2<<20 || a.Limits.MaxWorkers != 64 {
+		t.Errorf("limits = %+v", a.Limits)
+	}
+	if got := a.Hooks[0]; got.File != filepath.Join(dir, "hooks/a.lua") || got.Line() != 8 || !got.Matches("/admin/x") || got.Matches("/x") {
+		t.Errorf("hook = %+v line %d", got, got.Line())
+	}
+	if cfg.AccessLog != filepath.Join(dir, "logs/access.log") || cfg.StateDir != filepath.Join(dir, "state") {
+		t.Errorf("paths: %s %s", cfg.AccessLog, cfg.StateDir)
+	}
+	if a.Mode != "none" || cfg.Lookup("nobody.example") != nil {
+		t.Errorf("mode %s", a.Mode)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		file  string // file the error names
+		line  int
+		want  string
+	}{
+		{"syntax error in vhost", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\n",
+		}, "vhosts.d/a.toml", 2, "newlines"},
+		{"unknown key with suggestion", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\n\nrooot = \"../public\"\n",
+		}, "vhosts.d/a.toml", 3, `unknown key "rooot" (did you mean "root"?)`},
+		{"unknown key in table", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\n[limits]\nmax_wrkers = 3\n",
+		}, "vhosts.d/a.toml", 4, `unknown key "limits.max_wrkers"`},
+		{"unknown key in main", map[string]string{
+			"hostd.toml": mainOK + "acces_log = \"x\"\n",
+		}, "hostd.toml", 5, `unknown key "server.acces_log" (did you mean "access_log"?)`},
+		{"missing root", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../nope\"\n",
+		}, "vhosts.d/a.toml", 2, "no such file or directory"},
+		{"root is a file", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../hooks/x.lua\"\n", "hooks/x.lua": "",
+		}, "vhosts.d/a.toml", 2, "is not a directory"},
+		{"duplicate server name", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\n",
+			"vhosts.d/b.toml": "root = \"../public\"\nserver_name = \"a.example\"\n",
+		}, "vhosts.d/b.toml", 2, "already served by"},
+		{"alias duplicates a name", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\n",
+			"vhosts.d/b.toml": "server_name = \"b.example\"\naliases = [\"A.example\"]\nroot = \"../public\"\n",
+		}, "vhosts.d/b.toml", 1, `"a.example" is already served by`},
+		{"unreadable cert", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\ntls_cert = \"c.pem\"\ntls_key = \"c.key\"\n",
+		}, "vhosts.d/a.toml", 3, "tls_cert"},
+		{"garbage cert", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\ntls_cert = \"c.pem\"\ntls_key = \"c.key\"\n",
+			"vhosts.d/c.pem":  "not a cert", "vhosts.d/c.key": "not a key",
+		}, "vhosts.d/a.toml", 3, "failed to find any PEM data"},
+		{"cert without key", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\ntls_cert = \"c.pem\"\n",
+		}, "vhosts.d/a.toml", 3, "go together"},
+		{"bad sandbox", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\nsandbox = \"threads\"\n",
+		}, "vhosts.d/a.toml", 3, `sandbox "threads"`},
+		{"sandbox without user", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\nsandbox = \"thread\"\n",
+		}, "vhosts.d/a.toml", 1, "needs user"},
+		{"sandbox as root", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\nsandbox = \"inline\"\nuser = \"0\"\n",
+		}, "vhosts.d/a.toml", 4, "refuses uid/gid 0"},
+		{"uid below min_uid", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\nsandbox = \"thread\"\nuser = \"999\"\n",
+		}, "vhosts.d/a.toml", 4, "below server.min_uid 1000"},
+		{"bad duration", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\n[limits]\nscript_timeout = \"soon\"\n",
+		}, "vhosts.d/a.toml", 4, "invalid duration"},
+		{"hook phase", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\n[[hooks]]\nphase = \"auth\"\nfile = \"../hooks/a.lua\"\n",
+			"hooks/a.lua":     "",
+		}, "vhosts.d/a.toml", 4, `hook phase "auth"`},
+		{"hook file missing", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\n[[hooks]]\nphase = \"access\"\nfile = \"../hooks/a.lua\"\n[[hooks]]\nphase = \"content\"\nfile = \"../hooks/b.lua\"\n",
+			"hooks/a.lua":     "",
+		}, "vhosts.d/a.toml", 8, "b.lua: no such file"},
+		{"bad server name", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example:443\"\nroot = \"../public\"\n",
+		}, "vhosts.d/a.toml", 1, "not a host name"},
+		{"missing listen_https", map[string]string{
+			"hostd.toml": "[server]\nlisten_http = \"127.0.0.1:1\"\n",
+		}, "hostd.toml", 1, "listen_https is required"},
+		{"unknown user", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\nuser = \"no-such-user-hostd\"\n",
+		}, "vhosts.d/a.toml", 3, "no such user"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			files := map[string]string{"hostd.toml": mainOK}
+			for k, v := range tc.files {
+				files[k] = v
+			}
+			dir := writeTree(t, files)
+			cfg, err := Load(filepath.Join(dir, "hostd.toml"))
+			if err == nil {
+				t.Fatalf("Load succeeded: %+v", cfg)
+			}
+			errs := Errors(err)
+			if len(errs) == 0 {
+				t.Fatalf("no located errors in %v", err)
+			}
+			for _, e := range errs {
+				if e.File == filepath.Join(dir, tc.file) && e.Line == tc.line && strings.Contains(e.Msg, tc.want) {
+					if !strings.HasPrefix(e.Error(), filepath.Join(dir, tc.file)+":") {
+						t.Errorf("Error() = %q, want FILE:LINE: prefix", e.Error())
+					}
+					return
+				}
+			}
+			t.Errorf("want %s:%d: ...%s..., got:\n%v", tc.file, tc.line, tc.want, err)
+		})
+	}
+}
+
+func TestSize(t *testing.T) {
+	for in, want := range map[string]int64{"10": 10, "64KiB": 64 << 10, "1MiB": 1 << 20, "2MB": 2e6, "5 B": 5} {
+		got, err := parseSize(in)
+		if err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "x", "1.5MiB", "-1", "1TiB"} {
+		if _, err := parseSize(in); err == nil {
+			t.Errorf("parseSize(%q) succeeded", in)
+		}
+	}
+}
