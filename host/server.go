@@ -1,0 +1,309 @@
+package host
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hostd/hostd/tenant"
+)
+
+// Options configures a Server. The zero value works.
+type Options struct {
+	// Logger receives server errors (default: discard).
+	Logger *slog.Logger
+}
+
+// Server serves one configuration over HTTPS and, optionally, plain HTTP.
+// Its methods are safe for concurrent use.
+type Server struct {
+	cfg    *tenant.Config
+	logger *slog.Logger
+	access *accessLog
+
+	routes      atomic.Pointer[routes]
+	defaultCert *tls.Certificate
+	tlsConfig   *tls.Config
+
+	httpsSrv, httpSrv *http.Server
+	httpsLn, httpLn   net.Listener
+	httpsPort         string
+
+	closeOnce sync.Once
+}
+
+// routes maps host names to vhosts; it is replaced whole, never modified.
+type routes struct {
+	byName map[string]*vhost
+	all    []*vhost
+}
+
+// lookup returns the vhost for a canonical host name: an exact name, else
+// a "*.parent" wildcard.
+func (rt *routes) lookup(host string) *vhost {
+	if v, ok := rt.byName[host]; ok {
+		return v
+	}
+	if i := strings.IndexByte(host, '.'); i > 0 {
+		return rt.byName["*"+host[i:]]
+	}
+	return nil
+}
+
+// New prepares a server for cfg: it loads or generates every vhost's
+// certificate and opens the document roots. It binds nothing; call Listen.
+func New(cfg *tenant.Config, opts Options) (*Server, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, logger: logger}
+	access, err := openAccessLog(cfg.AccessLog)
+	if err != nil {
+		return nil, err
+	}
+	s.access = access
+	s.defaultCert, err = loadOrCreateCert(filepath.Join(cfg.StateDir, "certs", "_default.crt"),
+		filepath.Join(cfg.StateDir, "certs", "_default.key"), []string{"hostd.invalid"})
+	if err != nil {
+		s.access.Close()
+		return nil, fmt.Errorf("default certificate: %w", err)
+	}
+	rt, err := s.buildRoutes(cfg)
+	if err != nil {
+		s.access.Close()
+		return nil, err
+	}
+	s.routes.Store(rt)
+	ticketKey, err := loadTicketKey(filepath.Join(cfg.StateDir, "ticket.key"))
+	if err != nil {
+		s.closeRoutes(rt)
+		s.access.Close()
+		return nil, err
+	}
+	s.tlsConfig = &tls.Config{
+		MinVersion:     tls.VersionTLS12,
+		GetCertificate: s.getCertificate,
+		NextProtos:     []string{"h2", "http/1.1"},
+	}
+	s.tlsConfig.SetSessionTicketKeys([][32]byte{ticketKey})
+
+	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelDebug)
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetHTTP2(true)
+	s.httpsSrv = &http.Server{
+		Handler:           http.HandlerFunc(s.serveHTTPS),
+		TLSConfig:         s.tlsConfig,
+		Protocols:         &protocols,
+		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout.Std(),
+		ReadTimeout:       cfg.Server.ReadTimeout.Std(),
+		WriteTimeout:      cfg.Server.WriteTimeout.Std(),
+		IdleTimeout:       cfg.Server.IdleTimeout.Std(),
+		MaxHeaderBytes:    int(cfg.Server.MaxHeaderBytes),
+		ErrorLog:          errLog,
+	}
+	if cfg.Server.ListenHTTP != "" {
+		s.httpSrv = &http.Server{
+			Handler:           http.HandlerFunc(s.serveHTTP),
+			ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout.Std(),
+			ReadTimeout:       cfg.Server.ReadTimeout.Std(),
+			WriteTimeout:      cfg.Server.WriteTimeout.Std(),
+			IdleTimeout:       cfg.Server.IdleTimeout.Std(),
+			MaxHeaderBytes:    int(cfg.Server.MaxHeaderBytes),
+			ErrorLog:          errLog,
+		}
+	}
+	return s, nil
+}
+
+func (s *Server) buildRoutes(cfg *tenant.Config) (*routes, error) {
+	rt := &routes{byName: make(map[string]*vhost)}
+	for _, vc := range cfg.VHosts {
+		v, err := newVHost(s, vc)
+		if err != nil {
+			s.closeRoutes(rt)
+			return nil, fmt.Errorf("vhost %s: %w", vc.ServerName, err)
+		}
+		rt.all = append(rt.all, v)
+		for _, n := range vc.Names() {
+			rt.byName[n] = v
+		}
+	}
+	return rt, nil
+}
+
+func (s *Server) closeRoutes(rt *routes) {
+	for _, v := range rt.all {
+		v.close()
+	}
+}
+
+// Listen binds the configured listeners. It is separate from Serve so that
+// privileges can be dropped after binding and before serving.
+func (s *Server) Listen() error {
+	ln, err := net.Listen("tcp", s.cfg.Server.ListenHTTPS)
+	if err != nil {
+		return fmt.Errorf("listen_https: %w", err)
+	}
+	s.httpsLn = ln
+	_, s.httpsPort, _ = net.SplitHostPort(ln.Addr().String())
+	if s.httpSrv != nil {
+		ln, err := net.Listen("tcp", s.cfg.Server.ListenHTTP)
+		if err != nil {
+			s.httpsLn.Close()
+			return fmt.Errorf("listen_http: %w", err)
+		}
+		s.httpLn = ln
+	}
+	return nil
+}
+
+// HTTPSAddr returns the bound HTTPS address (after Listen).
+func (s *Server) HTTPSAddr() string { return s.httpsLn.Addr().String() }
+
+// HTTPAddr returns the bound plain HTTP address, or "" when it is off.
+func (s *Server) HTTPAddr() string {
+	if s.httpLn == nil {
+		return ""
+	}
+	return s.httpLn.Addr().String()
+}
+
+// Serve serves until ctx is done, then shuts down gracefully: listeners
+// close at once, in-flight requests get server.shutdown_timeout to finish.
+func (s *Server) Serve(ctx context.Context) error {
+	if s.httpsLn == nil {
+		if err := s.Listen(); err != nil {
+			return err
+		}
+	}
+	errc := make(chan error, 2)
+	go func() { errc <- s.httpsSrv.ServeTLS(s.httpsLn, "", "") }()
+	n := 1
+	if s.httpLn != nil {
+		n++
+		go func() { errc <- s.httpSrv.Serve(s.httpLn) }()
+	}
+	rt := s.routes.Load()
+	s.logger.Info("serving", "https", s.HTTPSAddr(), "http", s.HTTPAddr(), "vhosts", len(rt.all))
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+		n--
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Server.ShutdownTimeout.Std())
+	defer cancel()
+	err := s.httpsSrv.Shutdown(shutdownCtx)
+	if s.httpSrv != nil {
+		err = errors.Join(err, s.httpSrv.Shutdown(shutdownCtx))
+	}
+	for ; n > 0; n-- {
+		if e := <-errc; !errors.Is(e, http.ErrServerClosed) && serveErr == nil {
+			serveErr = e
+		}
+	}
+	s.Close()
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", serveErr)
+	}
+	if err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	s.logger.Info("stopped")
+	return nil
+}
+
+// Close releases the vhosts' resources and the access log. Serve calls it.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		s.closeRoutes(s.routes.Load())
+		s.access.Close()
+	})
+}
+
+func (s *Server) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if v := s.routes.Load().lookup(canonicalHost(hello.ServerName)); v != nil {
+		return v.cert, nil
+	}
+	return s.defaultCert, nil
+}
+
+// canonicalHost lower-cases a Host header or SNI value and strips the port
+// and a trailing dot.
+func canonicalHost(h string) string {
+	if host, _, err := net.SplitHostPort(h); err == nil {
+		h = host
+	}
+	return strings.TrimSuffix(strings.ToLower(h), ".")
+}
+
+// serveHTTPS routes a request on the TLS listener. The Host header must
+// name the same vhost as the connection's SNI: a request for bob.example
+// inside alice.example's TLS session gets 421, never bob's content.
+func (s *Server) serveHTTPS(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rt := s.routes.Load()
+	v := rt.lookup(canonicalHost(r.Host))
+	rec := newRecorder(w)
+	name := "-"
+	switch {
+	case r.TLS != nil && r.TLS.ServerName != "" && rt.lookup(canonicalHost(r.TLS.ServerName)) != v:
+		httpError(rec, http.StatusMisdirectedRequest, "the Host header does not match the TLS server name")
+	case v == nil:
+		httpError(rec, http.StatusNotFound, "no site is configured for this host name")
+	default:
+		name = v.cfg.ServerName
+		v.ServeHTTP(rec, r)
+	}
+	s.access.log(r, name, rec, start)
+}
+
+// serveHTTP answers the plain listener: vhosts with allow_http are served,
+// others are redirected (308) to the same host and path over HTTPS.
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	host := canonicalHost(r.Host)
+	v := s.routes.Load().lookup(host)
+	rec := newRecorder(w)
+	name := "-"
+	switch {
+	case v == nil:
+		httpError(rec, http.StatusNotFound, "no site is configured for this host name")
+	case v.cfg.AllowHTTP:
+		name = v.cfg.ServerName
+		v.ServeHTTP(rec, r)
+	default:
+		name = v.cfg.ServerName
+		target := "https://" + host
+		if s.httpsPort != "443" {
+			target += ":" + s.httpsPort
+		}
+		target += r.URL.RequestURI()
+		http.Redirect(rec, r, target, http.StatusPermanentRedirect)
+	}
+	s.access.log(r, name, rec, start)
+}
+
+// httpError writes a short plain-text error page. msg is a fixed,
+// client-safe sentence, never an internal error.
+func httpError(w http.ResponseWriter, code int, msg string) {
+	h := w.Header()
+	h.Del("Content-Length")
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	fmt.Fprintf(w, "%s %s: %s\n", strconv.Itoa(code), http.StatusText(code), msg)
+}

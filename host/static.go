@@ -1,0 +1,145 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"html"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"syscall"
+)
+
+// serveStatic serves the file at the decoded URL path upath from the
+// vhost's root. Files are opened through os.Root, so neither ".." nor a
+// symbolic link can leave the root; in the sandboxed modes the open also
+// runs with the tenant's identity, so the kernel checks it too. Directories
+// get their index file, a listing when the vhost enables it, else 403.
+func (v *vhost) serveStatic(w http.ResponseWriter, r *http.Request, upath string) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		httpError(w, http.StatusMethodNotAllowed, "static files accept GET and HEAD")
+		return
+	}
+	name, ok := rootRelative(upath)
+	if !ok {
+		httpError(w, http.StatusBadRequest, "invalid path")
+		return
+	}
+	f, fi, err := v.open(name)
+	if err != nil {
+		v.openError(w, name, err)
+		return
+	}
+	defer f.Close()
+	if fi.IsDir() {
+		if !strings.HasSuffix(r.URL.Path, "/") {
+			u := *r.URL
+			u.Path += "/"
+			http.Redirect(w, r, u.RequestURI(), http.StatusMovedPermanently)
+			return
+		}
+		for _, ix := range v.cfg.Index {
+			xf, xfi, err := v.open(path.Join(name, ix))
+			if err == nil && !xfi.IsDir() {
+				defer xf.Close()
+				serveFile(w, r, xf, xfi)
+				return
+			}
+			if xf != nil {
+				xf.Close()
+			}
+		}
+		if v.cfg.DirectoryListing {
+			v.listDir(w, r, f)
+			return
+		}
+		httpError(w, http.StatusForbidden, "directory listing is disabled")
+		return
+	}
+	serveFile(w, r, f, fi)
+}
+
+// rootRelative turns a decoded URL path into a name relative to the root:
+// cleaned, without a leading slash, "." for the root itself. Paths with a
+// NUL byte or a backslash are refused.
+func rootRelative(upath string) (string, bool) {
+	if strings.ContainsAny(upath, "\x00\\") {
+		return "", false
+	}
+	name := strings.TrimPrefix(path.Clean("/"+upath), "/")
+	if name == "" {
+		name = "."
+	}
+	return name, true
+}
+
+// open opens name below the root without blocking on FIFOs and accepts
+// only regular files and directories.
+func (v *vhost) open(name string) (*os.File, fs.FileInfo, error) {
+	f, err := v.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() && !fi.IsDir() {
+		f.Close()
+		return nil, nil, fs.ErrPermission
+	}
+	return f, fi, nil
+}
+
+// openError maps an open error to a status: missing -> 404, denied by the
+// kernel or escaping the root (symlink, "..") -> 403.
+func (v *vhost) openError(w http.ResponseWriter, name string, err error) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		httpError(w, http.StatusNotFound, "no such file")
+	case errors.Is(err, fs.ErrPermission):
+		httpError(w, http.StatusForbidden, "access denied")
+	default:
+		// os.Root reports a path escaping the root (a symlink out of it)
+		// with its own error; treat it, and anything unexpected, as denied.
+		v.logger.Debug("static open refused", "path", name, "err", err)
+		httpError(w, http.StatusForbidden, "access denied")
+	}
+}
+
+func serveFile(w http.ResponseWriter, r *http.Request, f *os.File, fi fs.FileInfo) {
+	// A validator like nginx's: mtime and size in hex.
+	w.Header().Set("ETag", fmt.Sprintf(`"%x-%x"`, fi.ModTime().Unix(), fi.Size()))
+	http.ServeContent(w, r, fi.Name(), fi.ModTime(), f)
+}
+
+func (v *vhost) listDir(w http.ResponseWriter, r *http.Request, dir *os.File) {
+	ents, err := dir.ReadDir(10000)
+	if err != nil && len(ents) == 0 {
+		httpError(w, http.StatusForbidden, "access denied")
+		return
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		n := e.Name()
+		if e.IsDir() {
+			n += "/"
+		}
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	p := html.EscapeString(r.URL.Path)
+	fmt.Fprintf(w, "<!doctype html>\n<title>Index of %s</title>\n<h1>Index of %s</h1>\n<ul>\n", p, p)
+	for _, n := range names {
+		u := url.URL{Path: n}
+		fmt.Fprintf(w, "<li><a href=\"%s\">%s</a></li>\n", html.EscapeString(u.String()), html.EscapeString(n))
+	}
+	fmt.Fprint(w, "</ul>\n")
+}
