@@ -1,0 +1,49 @@
+# hostd — see README.md. `make demo` sets up and serves the examples;
+# `make test` runs the tests.
+
+GO       ?= go
+BIN      := bin/hostd
+# Debian packages the build, the tests and the demo need. Installed by
+# `make deps` when missing (root, apt).
+APT_PKGS ?= ca-certificates curl openssl
+
+export PATH := $(PATH):/usr/local/go/bin
+
+-include mk/mruby.mk
+
+.PHONY: all build test test-short vet bench demo deps clean
+
+all: build
+
+deps:
+	@missing=""; for p in $(APT_PKGS); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		if [ "$$(id -u)" != 0 ]; then echo "run as root to install:$$missing" >&2; exit 1; fi; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+build: $(BUILD_DEPS)
+	$(GO) build -o $(BIN) ./cmd/hostd
+
+vet: $(BUILD_DEPS)
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed" >&2; exit 1; }
+	$(GO) vet ./...
+
+test: deps $(BUILD_DEPS) vet
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+demo: deps build
+	$(BIN) check --config examples/hostd.toml
+	@echo "serving the examples: try"
+	@echo "  curl --resolve alice.example:8443:127.0.0.1 -k https://alice.example:8443/"
+	@echo "  openssl s_client -connect 127.0.0.1:8443 -servername bob.example"
+	$(BIN) serve --config examples/hostd.toml
+
+clean:
+	rm -rf bin build examples/state
