@@ -1,0 +1,357 @@
+package lua
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	glua "github.com/yuin/gopher-lua"
+)
+
+// The io library a hook sees: io.open, io.lines, io.type and io.close on
+// files opened by path, with the effective identity of the calling thread
+// (the tenant's uid/gid in hostd) deciding what may be opened. There are no
+// default files (io.stdin, io.stdout, io.stderr, io.read, io.write) and no
+// io.popen. Reads are bounded by the string limit; files a hook leaves
+// open are closed when its run ends.
+
+type luaFile struct {
+	f *os.File
+	r *bufio.Reader
+	w bool
+}
+
+func (v *vm) ioLib() *glua.LTable {
+	L := v.L
+	methods := L.NewTable()
+	for name, fn := range map[string]glua.LGFunction{
+		"read": v.fRead, "write": v.fWrite, "lines": v.fLines, "close": v.fClose,
+		"seek": v.fSeek, "flush": v.fFlush,
+	} {
+		methods.RawSetString(name, L.NewFunction(fn))
+	}
+	v.fileMT = L.NewTable()
+	v.fileMT.RawSetString("__index", readOnly(L, methods))
+	v.fileMT.RawSetString("__metatable", glua.LString(lockedMT))
+	v.fileMT.RawSetString("__tostring", L.NewFunction(func(L *glua.LState) int {
+		if f := v.toFile(L.Get(1)); f != nil && f.f != nil {
+			L.Push(glua.LString("file"))
+		} else {
+			L.Push(glua.LString("file (closed)"))
+		}
+		return 1
+	}))
+
+	t := L.NewTable()
+	for name, fn := range map[string]glua.LGFunction{
+		"open": v.ioOpen, "lines": v.ioLines, "type": v.ioType, "close": v.fClose,
+	} {
+		t.RawSetString(name, L.NewFunction(fn))
+	}
+	return t
+}
+
+func (v *vm) toFile(lv glua.LValue) *luaFile {
+	ud, ok := lv.(*glua.LUserData)
+	if !ok || ud.Metatable != v.fileMT {
+		return nil
+	}
+	f, _ := ud.Value.(*luaFile)
+	return f
+}
+
+func (v *vm) checkFile(L *glua.LState, n int) *luaFile {
+	f := v.toFile(L.Get(n))
+	if f == nil {
+		L.ArgError(n, "file expected")
+	}
+	if f.f == nil {
+		L.RaiseError("attempt to use a closed file")
+	}
+	return f
+}
+
+// open opens path with a Lua mode and registers the file with the run.
+func (v *vm) open(L *glua.LState, path, mode string) (*glua.LUserData, error) {
+	v.rc.poke() // may be slow: check the deadline at the next instruction
+	flags := 0
+	m := strings.TrimSuffix(strings.Replace(mode, "b", "", 1), "b")
+	switch m {
+	case "r":
+		flags = os.O_RDONLY
+	case "w":
+		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	case "a":
+		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	case "r+":
+		flags = os.O_RDWR
+	case "w+":
+		flags = os.O_RDWR | os.O_CREATE | os.O_TRUNC
+	case "a+":
+		flags = os.O_RDWR | os.O_CREATE | os.O_APPEND
+	default:
+		L.ArgError(2, "invalid mode")
+	}
+	open := 0
+	for _, f := range v.files {
+		if f.f != nil {
+			open++
+		}
+	}
+	if open >= maxOpenFiles {
+		return nil, errors.New("too many open files")
+	}
+	fh, err := os.OpenFile(path, flags, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	lf := &luaFile{f: fh, r: bufio.NewReader(fh), w: m != "r"}
+	v.files = append(v.files, lf)
+	ud := L.NewUserData()
+	ud.Value = lf
+	ud.Metatable = v.fileMT
+	return ud, nil
+}
+
+// ioOpen is io.open(path [, mode]): a file, or nil and a message.
+func (v *vm) ioOpen(L *glua.LState) int {
+	path := L.CheckString(1)
+	ud, err := v.open(L, path, L.OptString(2, "r"))
+	if err != nil {
+		L.Push(glua.LNil)
+		L.Push(glua.LString(path + ": " + errText(err)))
+		return 2
+	}
+	L.Push(ud)
+	return 1
+}
+
+func errText(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// ioLines is io.lines(path): an iterator over the lines of the file, which
+// it closes at the end.
+func (v *vm) ioLines(L *glua.LState) int {
+	path := L.CheckString(1)
+	ud, err := v.open(L, path, "r")
+	if err != nil {
+		L.RaiseError("%s: %s", path, errText(err))
+	}
+	f := ud.Value.(*luaFile)
+	L.Push(L.NewFunction(func(L *glua.LState) int {
+		if f.f == nil {
+			L.Push(glua.LNil)
+			return 1
+		}
+		line, ok := v.readLine(L, f)
+		if !ok {
+			f.f.Close()
+			f.f = nil
+			L.Push(glua.LNil)
+			return 1
+		}
+		L.Push(line)
+		return 1
+	}))
+	return 1
+}
+
+// fLines is file:lines(): an iterator over the remaining lines; unlike
+// io.lines it leaves the file open.
+func (v *vm) fLines(L *glua.LState) int {
+	f := v.checkFile(L, 1)
+	L.Push(L.NewFunction(func(L *glua.LState) int {
+		if f.f == nil {
+			L.RaiseError("attempt to use a closed file")
+		}
+		line, ok := v.readLine(L, f)
+		if !ok {
+			L.Push(glua.LNil)
+			return 1
+		}
+		L.Push(line)
+		return 1
+	}))
+	return 1
+}
+
+func (v *vm) ioType(L *glua.LState) int {
+	f := v.toFile(L.Get(1))
+	switch {
+	case f == nil:
+		L.Push(glua.LNil)
+	case f.f == nil:
+		L.Push(glua.LString("closed file"))
+	default:
+		L.Push(glua.LString("file"))
+	}
+	return 1
+}
+
+func (v *vm) fClose(L *glua.LState) int {
+	f := v.checkFile(L, 1)
+	err := f.f.Close()
+	f.f = nil
+	if err != nil {
+		L.Push(glua.LNil)
+		L.Push(glua.LString(errText(err)))
+		return 2
+	}
+	L.Push(glua.LTrue)
+	return 1
+}
+
+func (v *vm) fFlush(L *glua.LState) int {
+	v.checkFile(L, 1)
+	L.Push(glua.LTrue)
+	return 1
+}
+
+// readLine reads one line without its newline, bounded by the string limit.
+func (v *vm) readLine(L *glua.LState, f *luaFile) (glua.LValue, bool) {
+	v.rc.poke() // may be slow: check the deadline at the next instruction
+	var b []byte
+	max := v.maxString()
+	for {
+		chunk, err := f.r.ReadSlice('\n')
+		b = append(b, chunk...)
+		if len(b) > max {
+			L.RaiseError("line longer than %d bytes", max)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil && len(b) == 0 {
+			return glua.LNil, false
+		}
+		break
+	}
+	return glua.LString(strings.TrimSuffix(string(b), "\n")), true
+}
+
+// fRead is file:read(...) with formats "*a", "*l", "*n" and a byte count
+// (the leading '*' is optional).
+func (v *vm) fRead(L *glua.LState) int {
+	v.rc.poke() // may be slow: check the deadline at the next instruction
+	f := v.checkFile(L, 1)
+	n := L.GetTop()
+	if n == 1 {
+		L.Push(glua.LString("*l"))
+		n = 2
+	}
+	max := v.maxString()
+	for i := 2; i <= n; i++ {
+		switch a := L.Get(i).(type) {
+		case glua.LNumber:
+			cnt := int(a)
+			if cnt < 0 || cnt > max {
+				L.ArgError(i, "invalid byte count")
+			}
+			buf := make([]byte, cnt)
+			got, err := io.ReadFull(f.r, buf)
+			if got == 0 && (err != nil || cnt > 0) {
+				L.Push(glua.LNil)
+				return i - 1
+			}
+			L.Push(glua.LString(buf[:got]))
+		case glua.LString:
+			switch strings.TrimPrefix(string(a), "*") {
+			case "a":
+				b, err := io.ReadAll(io.LimitReader(f.r, int64(max)+1))
+				if err != nil {
+					L.Push(glua.LNil)
+					L.Push(glua.LString(errText(err)))
+					return i
+				}
+				if len(b) > max {
+					L.RaiseError("file:read: file larger than %d bytes", max)
+				}
+				L.Push(glua.LString(b))
+			case "l":
+				line, ok := v.readLine(L, f)
+				if !ok {
+					L.Push(glua.LNil)
+					return i - 1
+				}
+				L.Push(line)
+			case "n":
+				var tok []byte
+				for len(tok) < 64 {
+					c, err := f.r.ReadByte()
+					if err != nil {
+						break
+					}
+					if isspace(c) && len(tok) == 0 {
+						continue
+					}
+					if !(isdigit(c) || strings.IndexByte("+-.eExXabcdefABCDEF", c) >= 0) {
+						f.r.UnreadByte()
+						break
+					}
+					tok = append(tok, c)
+				}
+				num, err := strconv.ParseFloat(string(tok), 64)
+				if err != nil {
+					L.Push(glua.LNil)
+					return i - 1
+				}
+				L.Push(glua.LNumber(num))
+			default:
+				L.ArgError(i, "invalid format")
+			}
+		default:
+			L.ArgError(i, "invalid format")
+		}
+	}
+	return n - 1
+}
+
+func (v *vm) fWrite(L *glua.LState) int {
+	v.rc.poke() // may be slow: check the deadline at the next instruction
+	f := v.checkFile(L, 1)
+	if !f.w {
+		L.Push(glua.LNil)
+		L.Push(glua.LString("file not opened for writing"))
+		return 2
+	}
+	for i := 2; i <= L.GetTop(); i++ {
+		if _, err := f.f.WriteString(L.CheckString(i)); err != nil {
+			L.Push(glua.LNil)
+			L.Push(glua.LString(errText(err)))
+			return 2
+		}
+	}
+	L.Push(L.Get(1))
+	return 1
+}
+
+// fSeek is file:seek([whence [, offset]]); it drops buffered input.
+func (v *vm) fSeek(L *glua.LState) int {
+	f := v.checkFile(L, 1)
+	whence := map[string]int{"set": io.SeekStart, "cur": io.SeekCurrent, "end": io.SeekEnd}
+	w, ok := whence[L.OptString(2, "cur")]
+	if !ok {
+		L.ArgError(2, `whence must be "set", "cur" or "end"`)
+	}
+	off := int64(L.OptInt(3, 0))
+	if w == io.SeekCurrent {
+		off -= int64(f.r.Buffered())
+	}
+	pos, err := f.f.Seek(off, w)
+	if err != nil {
+		L.Push(glua.LNil)
+		L.Push(glua.LString(errText(err)))
+		return 2
+	}
+	f.r.Reset(f.f)
+	L.Push(glua.LNumber(pos))
+	return 1
+}
