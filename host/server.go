@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hostd/hostd/sandbox"
 	"github.com/hostd/hostd/tenant"
 )
 
@@ -31,6 +32,7 @@ type Server struct {
 	logger *slog.Logger
 	access *accessLog
 
+	spawner     *sandbox.Spawner // nil unless a vhost enables CGI
 	routes      atomic.Pointer[routes]
 	defaultCert *tls.Certificate
 	tlsConfig   *tls.Config
@@ -79,16 +81,23 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 		s.access.Close()
 		return nil, fmt.Errorf("default certificate: %w", err)
 	}
+	for _, vc := range cfg.VHosts {
+		if vc.CGI.Enabled && s.spawner == nil {
+			if s.spawner, err = sandbox.NewSpawner(logger); err != nil {
+				s.access.Close()
+				return nil, fmt.Errorf("cgi spawner: %w", err)
+			}
+		}
+	}
 	rt, err := s.buildRoutes(cfg)
 	if err != nil {
-		s.access.Close()
+		s.Close()
 		return nil, err
 	}
 	s.routes.Store(rt)
 	ticketKey, err := loadTicketKey(filepath.Join(cfg.StateDir, "ticket.key"))
 	if err != nil {
-		s.closeRoutes(rt)
-		s.access.Close()
+		s.Close()
 		return nil, err
 	}
 	s.tlsConfig = &tls.Config{
@@ -229,7 +238,12 @@ func (s *Server) Serve(ctx context.Context) error {
 // Close releases the vhosts' resources and the access log. Serve calls it.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
-		s.closeRoutes(s.routes.Load())
+		if rt := s.routes.Load(); rt != nil {
+			s.closeRoutes(rt)
+		}
+		if s.spawner != nil {
+			s.spawner.Close()
+		}
 		s.access.Close()
 	})
 }

@@ -1,29 +1,61 @@
 package host
 
 import (
+	"context"
 	"crypto/tls"
+	"errors"
+	"io"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 
+	"github.com/hostd/hostd/host/cgi"
+	"github.com/hostd/hostd/sandbox"
+	"github.com/hostd/hostd/scripting"
+	"github.com/hostd/hostd/scripting/lua"
 	"github.com/hostd/hostd/tenant"
 )
 
+// logSlots bounds the log-phase runs of one vhost that proceed in the
+// background; more run in the request's own handler.
+const logSlots = 64
+
 // vhost is the serving state of one tenant: its certificate, its open
-// document root and its handlers. It is built from an immutable
-// tenant.VHost and is safe for concurrent use.
+// document root, its hook engines and handlers. It is built from an
+// immutable tenant.VHost and is safe for concurrent use.
 type vhost struct {
 	cfg    *tenant.VHost
 	cert   *tls.Certificate
 	root   *os.Root
-	logger *slog.Logger
+	logger *slog.Logger // server log with the vhost name
+	errLog *slog.Logger // the tenant's error log (hooks, CGI)
+	errF   *os.File     // error_log file, when configured
+
+	shared  *scripting.SharedDict
+	engines map[string]scripting.Engine // by file extension
+	hooks   [scripting.PhaseLog + 1][]hook
+
+	cgi *cgi.Handler // nil unless [cgi] enabled
+
+	logSlots chan struct{}
+	logWG    sync.WaitGroup
 }
 
-func newVHost(s *Server, vc *tenant.VHost) (*vhost, error) {
-	v := &vhost{cfg: vc, logger: s.logger.With("vhost", vc.ServerName)}
-	var err error
+func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
+	v := &vhost{
+		cfg:      vc,
+		logger:   s.logger.With("vhost", vc.ServerName),
+		engines:  make(map[string]scripting.Engine),
+		logSlots: make(chan struct{}, logSlots),
+	}
+	defer func() {
+		if err != nil {
+			v.close()
+		}
+	}()
 	if vc.TLSCert != "" {
 		c, lerr := tls.LoadX509KeyPair(vc.TLSCert, vc.TLSKey)
 		if lerr != nil {
@@ -39,14 +71,155 @@ func newVHost(s *Server, vc *tenant.VHost) (*vhost, error) {
 	if v.root, err = os.OpenRoot(vc.Root); err != nil {
 		return nil, fmt.Errorf("root: %w", err)
 	}
+	v.errLog = v.logger
+	if vc.ErrorLog != "" {
+		if err := os.MkdirAll(filepath.Dir(vc.ErrorLog), 0o750); err != nil {
+			return nil, fmt.Errorf("error_log: %w", err)
+		}
+		if v.errF, err = os.OpenFile(vc.ErrorLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640); err != nil {
+			return nil, fmt.Errorf("error_log: %w", err)
+		}
+		v.errLog = slog.New(slog.NewTextHandler(v.errF, nil)).With("vhost", vc.ServerName)
+	}
+	if vc.CGI.Enabled {
+		var id *sandbox.Identity
+		if vc.Mode != string(sandbox.ModeNone) {
+			id = &sandbox.Identity{UID: vc.UID, GID: vc.GID, Groups: vc.Groups}
+		}
+		var errW io.Writer
+		if v.errF != nil {
+			errW = v.errF
+		}
+		v.cgi, err = cgi.New(cgi.Config{
+			Root:          vc.Root,
+			Extensions:    vc.CGI.Extensions,
+			Interpreters:  vc.CGI.Interpreters,
+			Timeout:       vc.Limits.CGITimeout.Std(),
+			MaxBody:       int64(vc.Limits.MaxBody),
+			Spawner:       s.spawner,
+			Identity:      id,
+			SuEXEC:        id != nil,
+			MinUID:        uint32(s.cfg.MinUID()),
+			Logger:        v.errLog,
+			ErrorLog:      errW,
+			LocalRedirect: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { v.handle(w, r) }),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cgi: %w", err)
+		}
+	}
+	if len(vc.Hooks) > 0 {
+		v.shared = scripting.NewSharedDict(0)
+		if err := v.buildHooks(); err != nil {
+			return nil, err
+		}
+	}
 	return v, nil
 }
 
-func (v *vhost) close() {
-	v.root.Close()
+// engine returns the vhost's engine for a script extension, creating it on
+// first use. Engines make their VMs lazily, so a vhost costs no VM until a
+// hook runs.
+func (v *vhost) engine(ext string) (scripting.Engine, error) {
+	if e, ok := v.engines[ext]; ok {
+		return e, nil
+	}
+	cfg := scripting.Config{
+		Limits: scripting.Limits{
+			Timeout:   v.cfg.Limits.ScriptTimeout.Std(),
+			MaxMemory: int64(v.cfg.Limits.ScriptMemory),
+		},
+		Shared: v.shared,
+		Logger: v.errLog,
+	}
+	if len(v.cfg.Hooks) > 0 {
+		cfg.HookDir = filepath.Dir(v.cfg.Hooks[0].File)
+	}
+	var e scripting.Engine
+	switch ext {
+	case ".lua":
+		e = lua.New(cfg)
+	default:
+		return nil, fmt.Errorf("no engine for %s hooks", ext)
+	}
+	v.engines[ext] = e
+	return e, nil
 }
 
-// ServeHTTP serves a request routed to this vhost.
+func (v *vhost) close() {
+	v.logWG.Wait()
+	for _, e := range v.engines {
+		e.Close()
+	}
+	if v.root != nil {
+		v.root.Close()
+	}
+	if v.errF != nil {
+		v.errF.Close()
+	}
+}
+
+// run runs fn with the tenant's identity, per the vhost's sandbox mode.
+func (v *vhost) run(ctx context.Context, fn func()) error {
+	fn()
+	return nil
+}
+
+// ServeHTTP serves a request routed to this vhost: the hook phases, then
+// the static file or CGI handler, all with the tenant's identity; the log
+// phase follows once the response is complete.
 func (v *vhost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	v.serveStatic(w, r, r.URL.Path)
+	var hr *hookRequest
+	if err := v.run(r.Context(), func() { hr = v.handle(w, r) }); err != nil {
+		v.logger.Warn("request not served", "err", err)
+		httpError(w, http.StatusServiceUnavailable, "the site is busy, try again")
+		return
+	}
+	if hr != nil {
+		status := http.StatusOK
+		if rec, ok := w.(*recorder); ok {
+			status = rec.statusCode()
+		}
+		v.runLogPhase(hr, status)
+	}
+}
+
+// handle runs on the tenant's identity.
+func (v *vhost) handle(w http.ResponseWriter, r *http.Request) *hookRequest {
+	if len(v.cfg.Hooks) == 0 {
+		v.serveFile(w, r, r.URL.Path)
+		return nil
+	}
+	ctx := r.Context()
+	hr := newHookRequest(v, w, r)
+	for _, p := range []scripting.Phase{scripting.PhaseRewrite, scripting.PhaseAccess, scripting.PhaseContent} {
+		if v.runPhase(ctx, p, hr) {
+			return hr
+		}
+	}
+	if hr.path != r.URL.Path || hr.query != r.URL.RawQuery {
+		r2 := new(http.Request)
+		*r2 = *r
+		r2.URL = hr.url()
+		r = r2
+	}
+	v.serveFile(w, r, hr.path)
+	return hr
+}
+
+// serveFile serves path with the CGI handler when it names a script, else
+// as a static file.
+func (v *vhost) serveFile(w http.ResponseWriter, r *http.Request, path string) {
+	if v.cgi != nil {
+		script, err := v.cgi.Resolve(path)
+		switch {
+		case err == nil:
+			v.cgi.ServeScript(w, r, script)
+			return
+		case errors.Is(err, cgi.ErrForbidden):
+			httpError(w, http.StatusForbidden, "access denied")
+			return
+		}
+	}
+	v.serveStatic(w, r, path)
 }

@@ -117,6 +117,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg, err := tenant.Load(f.config)
+	if err == nil {
+		err = host.Check(cfg)
+	}
 	if err != nil {
 		printConfigError(stderr, err)
 		return 1

@@ -1,0 +1,128 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"path/filepath"
+
+	"github.com/hostd/hostd/scripting"
+	"github.com/hostd/hostd/tenant"
+)
+
+// hook is one configured hook of a vhost, bound to its engine.
+type hook struct {
+	cfg    tenant.Hook
+	phase  scripting.Phase
+	engine scripting.Engine
+}
+
+// buildHooks groups a vhost's hooks by phase, in file order.
+func (v *vhost) buildHooks() error {
+	for _, hc := range v.cfg.Hooks {
+		phase, err := scripting.ParsePhase(hc.Phase)
+		if err != nil {
+			return err
+		}
+		eng, err := v.engine(extOf(hc.File))
+		if err != nil {
+			return err
+		}
+		v.hooks[phase] = append(v.hooks[phase], hook{cfg: hc, phase: phase, engine: eng})
+	}
+	return nil
+}
+
+// runPhase runs the phase's hooks that match the request path, in order,
+// and reports whether the request is finished (a hook ended it, wrote a
+// content response, or failed).
+func (v *vhost) runPhase(ctx context.Context, phase scripting.Phase, hr *hookRequest) bool {
+	for i := range v.hooks[phase] {
+		hk := &v.hooks[phase][i]
+		if !hk.cfg.Matches(hr.path) {
+			continue
+		}
+		res, err := hk.engine.Run(ctx, phase, hk.cfg.File, hr)
+		if err != nil {
+			v.hookFailed(hr, hk, err)
+			return true
+		}
+		if res.Done() {
+			v.finish(hr, res.Status)
+			return true
+		}
+		if phase == scripting.PhaseContent && hr.wrote {
+			return true
+		}
+	}
+	return false
+}
+
+// finish ends a request a hook decided with status, sending a short body
+// when the hook wrote none.
+func (v *vhost) finish(hr *hookRequest, status int) {
+	if hr.finished || hr.wrote {
+		return
+	}
+	switch {
+	case status >= 300 && status < 400 || status == http.StatusNoContent || status == http.StatusNotModified:
+		hr.sendHeader(status)
+	case status >= 200 && status < 300:
+		hr.sendHeader(status)
+	default:
+		hr.wrote, hr.status = true, status
+		httpError(hr.w, status, "the request was refused")
+	}
+}
+
+// hookFailed logs a failed hook run with the script's location and
+// answers 500 (503 for a hook stopped by its time limit, 413 for a body
+// over the limit) when nothing was sent yet. The client never sees the
+// error text.
+func (v *vhost) hookFailed(hr *hookRequest, hk *hook, err error) {
+	status, msg := http.StatusInternalServerError, "a hook script failed"
+	switch {
+	case errors.Is(err, scripting.ErrTimeout):
+		status, msg = http.StatusServiceUnavailable, "a hook script exceeded its time limit"
+	case errors.Is(err, scripting.ErrBodyTooLarge):
+		status, msg = http.StatusRequestEntityTooLarge, "the request body is too large"
+	}
+	hr.Logger().Error("hook failed", "phase", hk.phase.String(), "script", hk.cfg.File, "err", err)
+	if hr.finished || hr.wrote {
+		return
+	}
+	hr.wrote, hr.status = true, status
+	httpError(hr.w, status, msg)
+}
+
+// runLogPhase runs the log hooks after the response was sent, on the
+// tenant's identity, without holding up the client. At most logSlots run
+// at once per vhost; past that, the caller runs them itself.
+func (v *vhost) runLogPhase(hr *hookRequest, status int) {
+	if len(v.hooks[scripting.PhaseLog]) == 0 {
+		return
+	}
+	hr.finished = true
+	hr.status = status
+	hr.headersOut = hr.w.Header().Clone()
+	hr.w = nil
+	run := func() {
+		defer v.logWG.Done()
+		err := v.run(context.Background(), func() { v.runPhase(context.Background(), scripting.PhaseLog, hr) })
+		if err != nil {
+			v.logger.Warn("log hooks not run", "err", err)
+		}
+	}
+	v.logWG.Add(1)
+	select {
+	case v.logSlots <- struct{}{}:
+		go func() {
+			defer func() { <-v.logSlots }()
+			run()
+		}()
+	default:
+		run()
+	}
+}
+
+func extOf(file string) string { return filepath.Ext(file) }

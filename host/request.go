@@ -1,0 +1,162 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/hostd/hostd/scripting"
+)
+
+// hookRequest is the scripting.Request a hook sees: a view of one HTTP
+// request and its response writer, with the path hooks may rewrite. It is
+// used by one goroutine at a time (the tenant thread running the hooks).
+type hookRequest struct {
+	r      *http.Request
+	w      http.ResponseWriter
+	v      *vhost
+	logger *slog.Logger
+
+	path, query string
+	status      int
+	wrote       bool  // headers sent
+	written     int64 // body bytes written by hooks
+	body        []byte
+	bodyErr     error
+	bodyRead    bool
+	vars        map[string]any
+	finished    bool // log phase: the response is gone
+	headersOut  http.Header
+}
+
+func newHookRequest(v *vhost, w http.ResponseWriter, r *http.Request) *hookRequest {
+	return &hookRequest{r: r, w: w, v: v, path: r.URL.Path, query: r.URL.RawQuery}
+}
+
+func (h *hookRequest) Method() string { return h.r.Method }
+func (h *hookRequest) URI() string    { return h.r.RequestURI }
+func (h *hookRequest) Path() string   { return h.path }
+func (h *hookRequest) Query() string  { return h.query }
+func (h *hookRequest) Host() string   { return canonicalHost(h.r.Host) }
+
+func (h *hookRequest) Scheme() string {
+	if h.r.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
+func (h *hookRequest) RemoteAddr() string {
+	ip, _, err := net.SplitHostPort(h.r.RemoteAddr)
+	if err != nil {
+		return h.r.RemoteAddr
+	}
+	return ip
+}
+
+// SetPath rewrites the request path internally; "p?q" replaces the query.
+func (h *hookRequest) SetPath(p string) error {
+	if h.finished {
+		return errors.New("set_path: the response was already sent")
+	}
+	path, query, hasQuery := strings.Cut(p, "?")
+	if !strings.HasPrefix(path, "/") {
+		return fmt.Errorf("set_path: path %q must start with '/'", path)
+	}
+	if strings.ContainsAny(path, "\x00") {
+		return errors.New("set_path: path contains NUL")
+	}
+	h.path = path
+	if hasQuery {
+		h.query = query
+	}
+	return nil
+}
+
+func (h *hookRequest) HeadersIn() http.Header { return h.r.Header }
+
+func (h *hookRequest) HeadersOut() http.Header {
+	if h.finished {
+		return h.headersOut // a copy: changes no longer reach the client
+	}
+	return h.w.Header()
+}
+
+func (h *hookRequest) Body() ([]byte, error) {
+	if h.bodyRead {
+		return h.body, h.bodyErr
+	}
+	h.bodyRead = true
+	if h.r.Body == nil || h.r.Body == http.NoBody {
+		return nil, nil
+	}
+	limit := int64(h.v.cfg.Limits.MaxBody)
+	b, err := io.ReadAll(io.LimitReader(h.r.Body, limit+1))
+	switch {
+	case err != nil:
+		h.bodyErr = fmt.Errorf("read request body: %w", err)
+	case int64(len(b)) > limit:
+		h.bodyErr = scripting.ErrBodyTooLarge
+	default:
+		h.body = b
+	}
+	return h.body, h.bodyErr
+}
+
+func (h *hookRequest) Status() int { return h.status }
+
+func (h *hookRequest) SetStatus(code int) {
+	if code >= 100 && code <= 999 {
+		h.status = code
+	}
+}
+
+func (h *hookRequest) Write(p []byte) (int, error) {
+	if h.finished {
+		return 0, errors.New("write: the response was already sent (log phase)")
+	}
+	if h.written+int64(len(p)) > int64(h.v.cfg.Limits.MaxResponse) {
+		return 0, scripting.ErrResponseTooLarge
+	}
+	if !h.wrote {
+		h.sendHeader(h.status)
+	}
+	n, err := h.w.Write(p)
+	h.written += int64(n)
+	return n, err
+}
+
+func (h *hookRequest) sendHeader(code int) {
+	if code == 0 {
+		code = http.StatusOK
+	}
+	h.status = code
+	h.wrote = true
+	h.w.WriteHeader(code)
+}
+
+func (h *hookRequest) Vars() map[string]any {
+	if h.vars == nil {
+		h.vars = make(map[string]any)
+	}
+	return h.vars
+}
+
+func (h *hookRequest) Logger() *slog.Logger {
+	if h.logger == nil {
+		h.logger = h.v.errLog.With("method", h.r.Method, "path", h.r.URL.Path, "remote", h.RemoteAddr())
+	}
+	return h.logger
+}
+
+// url returns the request URL as hooks left it, for the handlers after them.
+func (h *hookRequest) url() *url.URL {
+	u := *h.r.URL
+	u.Path, u.RawPath, u.RawQuery = h.path, "", h.query
+	return &u
+}

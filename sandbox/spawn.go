@@ -1,0 +1,55 @@
+package sandbox
+
+import (
+	"errors"
+	"log/slog"
+	"os/exec"
+	"sync"
+)
+
+// ErrSpawnerClosed is returned by Spawner.Start after Spawner.Close.
+var ErrSpawnerClosed = errors.New("sandbox: spawner closed")
+
+// Spawner starts child processes (CGI scripts and the like) from one
+// dedicated OS thread that keeps the server's credentials for its whole life.
+//
+// Tenant code must never fork from a thread whose effective ids were switched
+// to a tenant: a child forked there would inherit the server's real and saved
+// uid and could switch back. The Spawner's goroutine instead locks itself to
+// its thread, sets PR_SET_NO_NEW_PRIVS on that thread (inherited by every
+// child it forks, so set-uid binaries and file capabilities grant nothing),
+// never unlocks it, and forks every child there with the tenant's
+// credentials set in the child between fork and exec. Each child gets its own
+// process group (so a time limit can kill the whole group) and SIGKILL as its
+// parent-death signal (the spawner thread lives as long as the Spawner, so the
+// signal only fires when the Spawner is closed or the server dies).
+//
+// Go opens every file descriptor with O_CLOEXEC, so a child inherits only its
+// stdin, stdout, stderr and cmd.ExtraFiles. exec.Cmd's helper goroutines (the
+// ones that copy non-*os.File Stdin/Stdout/Stderr and the one that watches a
+// CommandContext) run on ordinary server threads: they only move bytes
+// between pipes and the caller's readers and writers and signal the child,
+// they never open tenant files.
+//
+// A Spawner is safe for concurrent use; starts are serialized on its thread.
+type Spawner struct {
+	logger    *slog.Logger
+	reqs      chan spawnRequest
+	done      chan struct{} // closed by Close
+	exited    chan struct{} // closed when the spawner goroutine has returned
+	closeOnce sync.Once
+}
+
+// spawnRequest is one start request handed to the spawner goroutine.
+type spawnRequest struct {
+	cmd   *exec.Cmd
+	reply chan error // buffered, receives exactly one value
+}
+
+// Close stops the spawner thread and waits for it to exit. Children that are
+// still running receive SIGKILL (their parent-death signal) when the thread
+// exits. Start calls after Close return ErrSpawnerClosed. Close is idempotent.
+func (s *Spawner) Close() {
+	s.closeOnce.Do(func() { close(s.done) })
+	<-s.exited
+}
