@@ -4,8 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -38,7 +38,8 @@ type vhost struct {
 	engines map[string]scripting.Engine // by file extension
 	hooks   [scripting.PhaseLog + 1][]hook
 
-	cgi *cgi.Handler // nil unless [cgi] enabled
+	sb  *sandbox.Tenant // runs the request path with the tenant's identity
+	cgi *cgi.Handler    // nil unless [cgi] enabled
 
 	logSlots chan struct{}
 	logWG    sync.WaitGroup
@@ -80,6 +81,19 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 			return nil, fmt.Errorf("error_log: %w", err)
 		}
 		v.errLog = slog.New(slog.NewTextHandler(v.errF, nil)).With("vhost", vc.ServerName)
+	}
+	mode, err := sandbox.ParseMode(vc.Mode)
+	if err != nil {
+		return nil, err
+	}
+	if v.sb, err = sandbox.NewTenant(sandbox.Options{
+		Mode:        mode,
+		Identity:    sandbox.Identity{UID: vc.UID, GID: vc.GID, Groups: vc.Groups},
+		MaxWorkers:  vc.Limits.MaxWorkers,
+		IdleTimeout: vc.Limits.WorkerIdle.Std(),
+		Logger:      v.logger,
+	}); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	if vc.CGI.Enabled {
 		var id *sandbox.Identity
@@ -148,6 +162,9 @@ func (v *vhost) engine(ext string) (scripting.Engine, error) {
 
 func (v *vhost) close() {
 	v.logWG.Wait()
+	if v.sb != nil {
+		v.sb.Close()
+	}
 	for _, e := range v.engines {
 		e.Close()
 	}
@@ -161,8 +178,7 @@ func (v *vhost) close() {
 
 // run runs fn with the tenant's identity, per the vhost's sandbox mode.
 func (v *vhost) run(ctx context.Context, fn func()) error {
-	fn()
-	return nil
+	return v.sb.Run(ctx, fn)
 }
 
 // ServeHTTP serves a request routed to this vhost: the hook phases, then

@@ -1,0 +1,264 @@
+package host_test
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hostd/hostd/host/hosttest"
+)
+
+// Test tenants: numeric ids with no passwd entries.
+const (
+	aliceUID = 31001
+	bobUID   = 31002
+)
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (CI runs as root)")
+	}
+}
+
+// isolationSite builds two tenants in mode: alice and bob, each owning a
+// docroot with a 0600 file only its owner can read, a CGI directory and
+// a Lua hook; alice's root also holds a hard link to bob's secret and a
+// file owned by bob, which os.Root would happily open: only the kernel,
+// checking the tenant's identity, keeps them out.
+func isolationSite(t *testing.T, mode string) *hosttest.Server {
+	t.Helper()
+	dir := tenantDir(t)
+	vhost := func(name string, uid int) string {
+		return fmt.Sprintf(`server_name = %q
+root = "../%s"
+user = "%d"
+sandbox = %q
+[limits]
+worker_idle = "300ms"
+max_workers = 16
+[cgi]
+enabled = true
+[[hooks]]
+phase = "content"
+file = "../hooks/%s/probe.lua"
+path = "/probe"
+`, name+".example", name, uid, mode, name)
+	}
+	probe := `
+local what = r.args.what
+if what == "read" then
+  local f = io.open(r.args.file, "r")
+  if f then r:write("READ:" .. f:read("*a")) f:close() else r:write("DENIED") end
+elseif what == "write" then
+  local f = io.open(r.args.file, "w")
+  if f then f:write("x") f:close() r:write("WROTE") else r:write("DENIED") end
+end`
+	hosttest.Write(t, dir, hosttest.Files{
+		"hostd.toml":            hosttest.MainConfig,
+		"vhosts.d/alice.toml":   vhost("alice", aliceUID),
+		"vhosts.d/bob.toml":     vhost("bob", bobUID),
+		"alice/index.html":      "alice home\n",
+		"alice/whoami.txt":      "alice\n",
+		"alice/cgi/id.cgi":      "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nid -u\ncat \"$QUERY_STRING\" 2>/dev/null || echo DENIED\n",
+		"bob/index.html":        "bob home\n",
+		"bob/whoami.txt":        "bob\n",
+		"bob/secret.txt":        "bob secret\n",
+		"bob/cgi/id.cgi":        "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nid -u\n",
+		"hooks/alice/probe.lua": probe,
+		"hooks/bob/probe.lua":   probe,
+		"outside/":              "",
+	})
+	own := func(uid int, mode os.FileMode, paths ...string) {
+		for _, p := range paths {
+			p = filepath.Join(dir, p)
+			if err := os.Chown(p, uid, uid); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(p, mode); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	own(aliceUID, 0o755, "alice", "alice/cgi", "alice/cgi/id.cgi")
+	own(aliceUID, 0o600, "alice/whoami.txt")
+	own(aliceUID, 0o644, "alice/index.html")
+	own(bobUID, 0o755, "bob", "bob/cgi", "bob/cgi/id.cgi")
+	own(bobUID, 0o600, "bob/whoami.txt", "bob/secret.txt")
+	own(bobUID, 0o644, "bob/index.html")
+	if err := os.Link(filepath.Join(dir, "bob/secret.txt"), filepath.Join(dir, "alice/hardlink.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "alice/bobs.txt"), []byte("bob's file in alice's root\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	own(bobUID, 0o600, "alice/bobs.txt")
+	if err := os.Symlink(filepath.Join(dir, "bob/secret.txt"), filepath.Join(dir, "alice/symlink.txt")); err != nil {
+		t.Fatal(err)
+	}
+	return hosttest.StartDir(t, dir)
+}
+
+// tenantDir returns a temp dir that the test tenants can traverse
+// (t.TempDir makes 0700 directories).
+func tenantDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	for p := dir; p != "/"; p = filepath.Dir(p) {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().Perm()&0o001 == 0 {
+			if err := os.Chmod(p, fi.Mode().Perm()|0o111); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dir
+}
+
+func TestTenantIsolation(t *testing.T) {
+	requireRoot(t)
+	for _, mode := range []string{"thread", "thread-per-request", "inline"} {
+		t.Run(mode, func(t *testing.T) {
+			s := isolationSite(t, mode)
+			alice, bob := s.Client("alice.example", true), s.Client("bob.example", false)
+			secret := filepath.Join(s.Dir, "bob/secret.txt")
+			get := func(c *http.Client, host, path string) hosttest.Response {
+				return hosttest.Get(t, c, "https://"+host+path)
+			}
+			// Each tenant reads its own 0600 file: the kernel saw its uid.
+			if r := get(alice, "alice.example", "/whoami.txt"); r.StatusCode != 200 || r.Body != "alice\n" {
+				t.Errorf("alice's own 0600 file: %d %q", r.StatusCode, r.Body)
+			}
+			if r := get(bob, "bob.example", "/secret.txt"); r.StatusCode != 200 || r.Body != "bob secret\n" {
+				t.Errorf("bob's own secret: %d %q", r.StatusCode, r.Body)
+			}
+			// Static: a hard link and a bob-owned file inside alice's
+			// root, and a symlink out of it.
+			for _, p := range []string{"/hardlink.txt", "/bobs.txt", "/symlink.txt"} {
+				r := get(alice, "alice.example", p)
+				if r.StatusCode != 403 && r.StatusCode != 404 || strings.Contains(r.Body, "bob") {
+					t.Errorf("alice GET %s: %d %q", p, r.StatusCode, r.Body)
+				}
+			}
+			// CGI: runs as alice, cannot read bob's file.
+			r := get(alice, "alice.example", "/cgi/id.cgi?"+secret)
+			if r.StatusCode != 200 || r.Body != fmt.Sprintf("%d\nDENIED\n", aliceUID) {
+				t.Errorf("alice's CGI: %d %q", r.StatusCode, r.Body)
+			}
+			if r := get(bob, "bob.example", "/cgi/id.cgi"); r.Body != fmt.Sprintf("%d\n", bobUID) {
+				t.Errorf("bob's CGI: %q", r.Body)
+			}
+			// Lua hook: io.open runs with alice's identity.
+			if r := get(alice, "alice.example", "/probe?what=read&file="+secret); r.Body != "DENIED" {
+				t.Errorf("alice's hook read bob's secret: %q", r.Body)
+			}
+			if r := get(bob, "bob.example", "/probe?what=read&file="+secret); r.Body != "READ:bob secret\n" {
+				t.Errorf("bob's hook reading his secret: %q", r.Body)
+			}
+			// Writing outside the docroot (a root-owned directory) fails.
+			out := filepath.Join(s.Dir, "outside/x")
+			if r := get(alice, "alice.example", "/probe?what=write&file="+out); r.Body != "DENIED" {
+				t.Errorf("alice's hook wrote outside her root: %q", r.Body)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("%s exists", out)
+			}
+		})
+	}
+}
+
+// TestNoneModeIsTheBaseline shows what the sandbox prevents: in mode none
+// the server's (root) identity opens the hard link to bob's secret.
+func TestNoneModeIsTheBaseline(t *testing.T) {
+	requireRoot(t)
+	s := isolationSite(t, "suexec")
+	alice := s.Client("alice.example", false)
+	if r := hosttest.Get(t, alice, "https://alice.example/hardlink.txt"); r.StatusCode != 200 || r.Body != "bob secret\n" {
+		t.Errorf("suexec static file as server identity: %d %q", r.StatusCode, r.Body)
+	}
+	// CGI children still switch in suexec mode.
+	secret := filepath.Join(s.Dir, "bob/secret.txt")
+	if r := hosttest.Get(t, alice, "https://alice.example/cgi/id.cgi?"+secret); r.Body != fmt.Sprintf("%d\nDENIED\n", aliceUID) {
+		t.Errorf("suexec CGI: %d %q", r.StatusCode, r.Body)
+	}
+}
+
+// tenantThreads counts this process's threads whose effective uid is uid.
+func tenantThreads(t *testing.T, uid int) int {
+	t.Helper()
+	tasks, _ := filepath.Glob("/proc/self/task/*/status")
+	n := 0
+	for _, st := range tasks {
+		b, err := os.ReadFile(st)
+		if err != nil {
+			continue // the thread exited
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) == 5 && f[0] == "Uid:" && f[2] == strconv.Itoa(uid) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func TestTenantStress(t *testing.T) {
+	requireRoot(t)
+	for _, mode := range []string{"thread", "thread-per-request", "inline"} {
+		t.Run(mode, func(t *testing.T) {
+			s := isolationSite(t, mode)
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			bad := map[string]int{}
+			for _, tn := range []string{"alice", "bob"} {
+				c := s.Client(tn+".example", true)
+				for i := 0; i < 200; i++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						path := "/whoami.txt"
+						if i%2 == 1 {
+							path = "/probe?what=read&file=" + filepath.Join(s.Dir, tn, "whoami.txt")
+						}
+						resp, err := c.Get("https://" + tn + ".example" + path)
+						if err != nil {
+							mu.Lock()
+							bad["error: "+err.Error()]++
+							mu.Unlock()
+							return
+						}
+						defer resp.Body.Close()
+						var sb strings.Builder
+						_, _ = fmt.Fprint(&sb, "")
+						b := make([]byte, 64)
+						n, _ := resp.Body.Read(b)
+						body := strings.TrimPrefix(string(b[:n]), "READ:")
+						if resp.StatusCode != 200 || body != tn+"\n" {
+							mu.Lock()
+							bad[fmt.Sprintf("%s got %d %q", tn, resp.StatusCode, body)]++
+							mu.Unlock()
+						}
+					}()
+				}
+			}
+			wg.Wait()
+			for k, n := range bad {
+				t.Errorf("%d x %s", n, k)
+			}
+			// Worker threads exit after worker_idle; no thread keeps a
+			// tenant's uid.
+			deadline := time.Now().Add(5 * time.Second)
+			for tenantThreads(t, aliceUID)+tenantThreads(t, bobUID) > 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("threads with tenant uids remain: alice %d, bob %d", tenantThreads(t, aliceUID), tenantThreads(t, bobUID))
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
+	}
+}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package sandbox_test
+
+const helperEnv = "HOSTD_SANDBOX_TEST_HELPER"
+
+func runHelper(string) int { return 2 }
