@@ -1,0 +1,10 @@
+// Package mruby runs .rb hooks with mruby 3.1 through a small cgo binding
+// (hostd_mruby.c) against build/mruby/lib/libmruby.a, built by
+// `make libmruby` (mk/mruby.mk) with the defines listed in
+// build/build_config.rb. An Engine serves one tenant from a bounded pool of
+// mrb_states, each used by one goroutine at a time; every run gets a fresh
+// anonymous top-level class and self, globals are reset after it, and the
+// core classes are frozen so no run can change what the next one sees.
+// Under the nomruby build tag (or without cgo) New returns an engine whose
+// methods fail with scripting.ErrNotSupported. See docs/mruby.md.
+package mruby

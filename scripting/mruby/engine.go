@@ -1,0 +1,416 @@
+//go:build cgo && !nomruby
+
+package mruby
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../build/mruby/include -DMRB_USE_DEBUG_HOOK -DMRB_UTF8_STRING -DMRB_NO_STDIO -O2
+#cgo LDFLAGS: ${SRCDIR}/../../build/mruby/lib/libmruby.a -lm
+#include <stdlib.h>
+#include "hostd_mruby.h"
+*/
+import "C"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/cgo"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/hostd/hostd/scripting"
+)
+
+// Defaults for a zero Config, and when a VM is recycled.
+const (
+	DefaultTimeout  = time.Second
+	DefaultMaxInput = 1 << 20
+	DefaultMaxMem   = 64 << 20
+	DefaultMaxVMs   = 8
+
+	// maxScriptSize bounds a hook file.
+	maxScriptSize = 4 << 20
+	// A VM is closed and replaced after maxRuns runs, or once runs have
+	// interned maxNewSyms symbols (mruby never frees symbols).
+	maxRuns    = 10000
+	maxNewSyms = 20000
+)
+
+// cgoDefines are the -D flags of the #cgo CFLAGS line above; they must be
+// those libmruby was built with (build/mruby/cflags, checked by a test and,
+// at VM creation, by comparing sizeof(mrb_state)).
+const cgoDefines = "-DMRB_USE_DEBUG_HOOK -DMRB_UTF8_STRING -DMRB_NO_STDIO"
+
+// Available reports whether mruby is built in.
+const Available = true
+
+// Engine runs mruby hooks for one tenant. It implements scripting.Engine
+// and is safe for concurrent use; each Run uses its own mrb_state from the
+// engine's pool, and no mrb_state is shared with another engine.
+type Engine struct {
+	cfg     scripting.Config
+	log     *slog.Logger
+	version atomic.Uint64
+
+	mu      sync.Mutex
+	scripts map[string]*script
+
+	pool   chan *vm
+	closed atomic.Bool
+}
+
+// script is the current source of a hook file and its version; each VM
+// compiles it once per version.
+type script struct {
+	src     []byte
+	version uint64
+	modTime time.Time
+	size    int64
+	// badModTime/badSize identify a broken newer version that was
+	// already logged; the old source stays in use until the file changes.
+	badModTime time.Time
+	badSize    int64
+}
+
+// vm is one mrb_state with its compiled procs, used by one goroutine at a
+// time.
+type vm struct {
+	c     *C.hostd_vm
+	procs map[string]*proc
+	runs  int
+}
+
+type proc struct {
+	p       *C.struct_RProc
+	file    *C.char // the name it was compiled with; freed with the VM
+	version uint64
+	// lastReturn is 1 when the script's last statement is `return`.
+	lastReturn C.int
+}
+
+var _ scripting.Engine = (*Engine)(nil)
+
+// New returns an engine for one tenant. Zero fields of cfg take their
+// defaults (see scripting.Config). VMs are made on first use.
+func New(cfg scripting.Config) *Engine {
+	if cfg.Limits.Timeout <= 0 {
+		cfg.Limits.Timeout = DefaultTimeout
+	}
+	if cfg.Limits.MaxInput <= 0 {
+		cfg.Limits.MaxInput = DefaultMaxInput
+	}
+	if cfg.Limits.MaxMemory <= 0 {
+		cfg.Limits.MaxMemory = DefaultMaxMem
+	}
+	if cfg.MaxVMs <= 0 {
+		cfg.MaxVMs = DefaultMaxVMs
+	}
+	if cfg.Shared == nil {
+		cfg.Shared = scripting.NewSharedDict(0)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Engine{
+		cfg:     cfg,
+		log:     log,
+		scripts: make(map[string]*script),
+		pool:    make(chan *vm, cfg.MaxVMs),
+	}
+}
+
+// Run runs the hook file path in phase for req; see scripting.Engine.
+func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, req scripting.Request) (scripting.Result, error) {
+	if e.closed.Load() {
+		return scripting.Result{}, errors.New("mruby: engine is closed")
+	}
+	if err := ctx.Err(); err != nil {
+		return scripting.Result{}, fmt.Errorf("mruby: %w", err)
+	}
+	v, err := e.getVM()
+	if err != nil {
+		return scripting.Result{}, err
+	}
+	p, err := e.load(path, v)
+	if err != nil {
+		e.putVM(v)
+		return scripting.Result{}, err
+	}
+	timeout := e.cfg.Limits.Timeout
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+		timeout = time.Until(dl)
+	}
+	rs := &runState{e: e, ctx: ctx, phase: phase, path: path, req: req}
+	h := cgo.NewHandle(rs)
+	var res C.hostd_result
+	C.hostd_vm_run(v.c, p.p, p.lastReturn, p.file, C.int64_t(timeout), C.uintptr_t(h), &res)
+	h.Delete()
+	v.runs++
+
+	var out scripting.Result
+	reuse := true
+	switch res.kind {
+	case C.HOSTD_OK:
+		out.Status = int(res.status)
+	case C.HOSTD_TIMEOUT:
+		reuse = false
+		err = &scripting.ScriptError{File: path, Msg: fmt.Sprintf("hook exceeded its time limit (%v)", timeout), Err: scripting.ErrTimeout}
+	case C.HOSTD_NOMEM:
+		reuse = false
+		err = &scripting.ScriptError{File: path, Msg: fmt.Sprintf("hook exceeded its memory limit (%d bytes)", e.cfg.Limits.MaxMemory), Err: scripting.ErrMemory}
+	case C.HOSTD_BADRET:
+		what := fmt.Sprint(int64(res.status))
+		if res.msg != nil {
+			what = stripAnon(C.GoString(res.msg))
+		}
+		err = &scripting.ScriptError{File: path, Msg: fmt.Sprintf("hook returned %s, which is not an HTTP status (an Integer from 100 to 999); use `return` or nil to continue", what)}
+	default:
+		msg := "exception"
+		if res.msg != nil {
+			msg = stripAnon(C.GoString(res.msg))
+		}
+		err = &scripting.ScriptError{File: path, Line: int(res.line), Msg: msg, Err: rs.hostErr}
+	}
+	if res.msg != nil {
+		C.free(unsafe.Pointer(res.msg))
+	}
+	if C.hostd_vm_exceeded(v.c) != 0 {
+		reuse = false
+	}
+	if reuse && (v.runs >= maxRuns || C.hostd_vm_new_syms(v.c) >= maxNewSyms) {
+		reuse = false
+	}
+	if reuse {
+		e.putVM(v)
+	} else {
+		v.close()
+	}
+	return out, err
+}
+
+// Check compiles path without running it and returns a
+// *scripting.ScriptError for a syntax error.
+func (e *Engine) Check(path string) error {
+	src, _, err := readScript(path)
+	if err != nil {
+		return err
+	}
+	v, err := e.getVM()
+	if err != nil {
+		return err
+	}
+	p, err := v.compile(path, src, 0)
+	if err == nil {
+		v.release(p)
+	}
+	e.putVM(v)
+	return err
+}
+
+// Close frees the idle VMs. Run must not be called after Close; VMs of
+// runs still in progress are freed when they end.
+func (e *Engine) Close() error {
+	e.closed.Store(true)
+	for {
+		select {
+		case v := <-e.pool:
+			v.close()
+		default:
+			return nil
+		}
+	}
+}
+
+func (e *Engine) getVM() (*vm, error) {
+	select {
+	case v := <-e.pool:
+		return v, nil
+	default:
+		return newVM(e.cfg.Limits.MaxMemory)
+	}
+}
+
+func (e *Engine) putVM(v *vm) {
+	if e.closed.Load() {
+		v.close()
+		return
+	}
+	select {
+	case e.pool <- v:
+	default:
+		v.close()
+	}
+}
+
+func newVM(maxMem int64) (*vm, error) {
+	var cerr *C.char
+	c := C.hostd_vm_new(C.size_t(maxMem), &cerr)
+	if c == nil {
+		msg := "out of memory"
+		if cerr != nil {
+			msg = C.GoString(cerr)
+			C.free(unsafe.Pointer(cerr))
+		}
+		return nil, fmt.Errorf("mruby: new VM: %s", msg)
+	}
+	return &vm{c: c, procs: make(map[string]*proc)}, nil
+}
+
+func (v *vm) close() {
+	C.hostd_vm_free(v.c)
+	for _, p := range v.procs {
+		C.free(unsafe.Pointer(p.file))
+	}
+	v.c, v.procs = nil, nil
+}
+
+// compile compiles src as path; a syntax error is a *scripting.ScriptError
+// with the line.
+func (v *vm) compile(path string, src []byte, version uint64) (*proc, error) {
+	file := C.CString(path)
+	var (
+		p    *C.struct_RProc
+		last C.int
+		line C.int
+		msg  *C.char
+	)
+	var srcp *C.char
+	if len(src) > 0 {
+		srcp = (*C.char)(unsafe.Pointer(unsafe.SliceData(src)))
+	}
+	rc := C.hostd_vm_compile(v.c, srcp, C.size_t(len(src)), file, &p, &last, &line, &msg)
+	if rc != 0 {
+		C.free(unsafe.Pointer(file))
+		m := "compile error"
+		if msg != nil {
+			m = C.GoString(msg)
+			C.free(unsafe.Pointer(msg))
+		}
+		if rc == 1 {
+			m = "syntax error: " + m
+		}
+		return nil, &scripting.ScriptError{File: path, Line: int(line), Msg: m}
+	}
+	return &proc{p: p, file: file, version: version, lastReturn: last}, nil
+}
+
+func (v *vm) release(p *proc) {
+	C.hostd_vm_release(v.c, p.p)
+	C.free(unsafe.Pointer(p.file))
+}
+
+// load returns v's compiled proc of path's current version. The file is
+// re-read when its modification time or size changed; a new version that
+// does not compile is logged once and the old one stays in use.
+func (e *Engine) load(path string, v *vm) (*proc, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, &scripting.ScriptError{File: path, Msg: "cannot open hook", Err: err}
+	}
+	mt, size := fi.ModTime(), fi.Size()
+	e.mu.Lock()
+	s := e.scripts[path]
+	var cur script
+	if s != nil {
+		cur = *s
+	}
+	e.mu.Unlock()
+	if s != nil && (cur.modTime.Equal(mt) && cur.size == size ||
+		cur.badModTime.Equal(mt) && cur.badSize == size) {
+		return v.procFor(path, cur.src, cur.version)
+	}
+	src, _, err := readScript(path)
+	if err != nil {
+		if s == nil {
+			return nil, err
+		}
+		return v.procFor(path, cur.src, cur.version)
+	}
+	version := e.version.Add(1)
+	p, err := v.compile(path, src, version)
+	if err != nil {
+		if s == nil {
+			return nil, err
+		}
+		e.log.Error("mruby hook has an error; still using the previous version", "err", err.Error())
+		e.mu.Lock()
+		if s2 := e.scripts[path]; s2 != nil {
+			s2.badModTime, s2.badSize = mt, size
+		}
+		e.mu.Unlock()
+		return v.procFor(path, cur.src, cur.version)
+	}
+	e.mu.Lock()
+	e.scripts[path] = &script{src: src, version: version, modTime: mt, size: size}
+	e.mu.Unlock()
+	if old := v.procs[path]; old != nil {
+		v.release(old)
+	}
+	v.procs[path] = p
+	return p, nil
+}
+
+// procFor returns the proc of path at version, compiling src on v when v
+// has another version (or none).
+func (v *vm) procFor(path string, src []byte, version uint64) (*proc, error) {
+	if p := v.procs[path]; p != nil && p.version == version {
+		return p, nil
+	}
+	p, err := v.compile(path, src, version)
+	if err != nil {
+		return nil, err
+	}
+	if old := v.procs[path]; old != nil {
+		v.release(old)
+	}
+	v.procs[path] = p
+	return p, nil
+}
+
+func readScript(path string) ([]byte, os.FileInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, &scripting.ScriptError{File: path, Msg: "cannot open hook", Err: err}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, &scripting.ScriptError{File: path, Msg: "cannot read hook", Err: err}
+	}
+	src, err := io.ReadAll(io.LimitReader(f, maxScriptSize+1))
+	if err != nil {
+		return nil, nil, &scripting.ScriptError{File: path, Msg: "cannot read hook", Err: err}
+	}
+	if len(src) > maxScriptSize {
+		return nil, nil, &scripting.ScriptError{File: path, Msg: fmt.Sprintf("hook is larger than %d bytes", maxScriptSize)}
+	}
+	return src, fi, nil
+}
+
+// stripAnon removes the name of a run's anonymous top-level class
+// ("#<Class:0x55d0c0>::") from messages: the hook's Foo is shown as Foo.
+func stripAnon(s string) string {
+	const prefix = "#<Class:0x"
+	for {
+		i := strings.Index(s, prefix)
+		if i < 0 {
+			return s
+		}
+		j := i + len(prefix)
+		for j < len(s) && strings.IndexByte("0123456789abcdef", s[j]) >= 0 {
+			j++
+		}
+		if !strings.HasPrefix(s[j:], ">::") {
+			// Not the anonymous scope: keep it and look further.
+			return s[:j] + stripAnon(s[j:])
+		}
+		s = s[:i] + s[j+3:]
+	}
+}

@@ -1,0 +1,976 @@
+//go:build cgo && !nomruby
+
+// hostd's C layer over libmruby 3.1: VM setup (Hostd module, request
+// classes, frozen core), a counting allocator, the timeout debug hook,
+// protected compile and run, and the method trampolines that call Go.
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <mruby.h>
+#include <mruby/array.h>
+#include <mruby/class.h>
+#include <mruby/compile.h>
+#include <mruby/error.h>
+#include <mruby/gc.h>
+#include <mruby/hash.h>
+#include <mruby/irep.h>
+#include <mruby/proc.h>
+#include <mruby/string.h>
+#include <mruby/variable.h>
+
+#include "hostd_mruby_node.h"
+
+#include "hostd_mruby.h"
+#include "_cgo_export.h"
+
+#define HOSTD_TICK 1024   // instructions between two clock reads
+#define HOSTD_MAX_DEPTH 100
+
+struct hostd_vm {
+	mrb_state *mrb;
+	size_t used, limit, first_alloc;
+	int exceeded;  // the allocator refused memory
+	int stop;      // raise on every instruction (sticky until the run ends)
+	int timed_out;
+	uint32_t tick;
+	struct timespec deadline;
+	uintptr_t handle;     // cgo.Handle of the Go run state; 0 outside runs
+	int64_t exit_status;  // set by r.exit / r.redirect
+	int explicit_return;  // the run ended with a top-level `return`
+	char *pending;        // Go output buffer not yet freed
+	struct RClass *script_class, *request_class, *hin_class, *hout_class,
+		*vars_class, *shared_class, *hostd_mod, *exit_class, *timeout_class,
+		*error_class;
+	mrb_value req;        // the current run's request object
+	mrb_sym base_symidx;
+	mrb_sym gc_root;
+};
+
+// ---- counting allocator ----
+
+typedef union {
+	size_t size;
+	max_align_t align;
+} hostd_hdr;
+
+static void *
+hostd_allocf(mrb_state *mrb, void *p, size_t size, void *ud)
+{
+	hostd_vm *vm = (hostd_vm *)ud;
+	hostd_hdr *h = p ? ((hostd_hdr *)p) - 1 : NULL;
+	size_t old = h ? h->size : 0;
+	hostd_hdr *n;
+
+	(void)mrb;
+	if (size == 0) {
+		if (h) {
+			vm->used -= old;
+			free(h);
+		}
+		return NULL;
+	}
+	if (size > old && vm->used - old + size > vm->limit) {
+		vm->exceeded = 1;
+		return NULL;
+	}
+	n = (hostd_hdr *)realloc(h, sizeof(hostd_hdr) + size);
+	if (!n) return NULL;
+	if (!vm->first_alloc) vm->first_alloc = size;
+	vm->used = vm->used - old + size;
+	n->size = size;
+	return n + 1;
+}
+
+// ---- timeout hook ----
+
+static void
+hostd_code_fetch(mrb_state *mrb, const struct mrb_irep *irep, const mrb_code *pc, mrb_value *regs)
+{
+	hostd_vm *vm = (hostd_vm *)mrb->ud;
+	struct timespec now;
+
+	(void)irep;
+	(void)regs;
+	if (!vm->stop) {
+		if (vm->exceeded) {
+			vm->stop = 1;
+		} else {
+			if (--vm->tick) return;
+			vm->tick = HOSTD_TICK;
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if (now.tv_sec < vm->deadline.tv_sec ||
+			    (now.tv_sec == vm->deadline.tv_sec && now.tv_nsec < vm->deadline.tv_nsec))
+				return;
+			vm->stop = 1;
+			vm->timed_out = 1;
+		}
+	}
+	// Point ci->pc past the start of the current instruction: the catch
+	// handler lookup then sees this instruction's position, so a rescue or
+	// ensure clause is not re-entered from its own first instruction.
+	mrb->c->ci->pc = pc + 1;
+	if (vm->timed_out)
+		mrb_raise(mrb, vm->timeout_class, "hook exceeded its time limit");
+	mrb_exc_raise(mrb, mrb_obj_value(mrb->nomem_err));
+}
+
+// ---- value encoding (see value.go) ----
+
+typedef struct {
+	char *p;
+	size_t len, cap;
+	int err; // 2 too deep, 3 out of memory
+} hostd_buf;
+
+static int
+buf_put(hostd_buf *b, const void *p, size_t n)
+{
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 64;
+		char *np;
+		while (cap < b->len + n) cap *= 2;
+		np = (char *)realloc(b->p, cap);
+		if (!np) {
+			b->err = 3;
+			return -1;
+		}
+		b->p = np;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+static int
+buf_tag(hostd_buf *b, char tag)
+{
+	return buf_put(b, &tag, 1);
+}
+
+static int
+buf_u32(hostd_buf *b, uint32_t v)
+{
+	unsigned char x[4] = {v, v >> 8, v >> 16, v >> 24};
+	return buf_put(b, x, 4);
+}
+
+static int
+buf_u64(hostd_buf *b, uint64_t v)
+{
+	unsigned char x[8];
+	int i;
+	for (i = 0; i < 8; i++) x[i] = (unsigned char)(v >> (8 * i));
+	return buf_put(b, x, 8);
+}
+
+static int
+buf_str(hostd_buf *b, const char *p, size_t n)
+{
+	if (n > UINT32_MAX) {
+		b->err = 3;
+		return -1;
+	}
+	if (buf_tag(b, 's') || buf_u32(b, (uint32_t)n)) return -1;
+	return buf_put(b, p, n);
+}
+
+static int enc_value(mrb_state *mrb, hostd_buf *b, mrb_value v, int depth);
+
+struct enc_hash {
+	hostd_buf *b;
+	int depth;
+	int rc;
+};
+
+static int
+enc_pair(mrb_state *mrb, mrb_value k, mrb_value v, void *data)
+{
+	struct enc_hash *h = (struct enc_hash *)data;
+	if (enc_value(mrb, h->b, k, h->depth) || enc_value(mrb, h->b, v, h->depth)) {
+		h->rc = -1;
+		return 1;
+	}
+	return 0;
+}
+
+static int
+enc_value(mrb_state *mrb, hostd_buf *b, mrb_value v, int depth)
+{
+	if (depth > HOSTD_MAX_DEPTH) {
+		b->err = 2;
+		return -1;
+	}
+	switch (mrb_type(v)) {
+	case MRB_TT_FALSE:
+		return buf_tag(b, mrb_nil_p(v) ? 'n' : 'f');
+	case MRB_TT_TRUE:
+		return buf_tag(b, 't');
+	case MRB_TT_INTEGER:
+		if (buf_tag(b, 'i')) return -1;
+		return buf_u64(b, (uint64_t)mrb_integer(v));
+	case MRB_TT_FLOAT: {
+		double d = mrb_float(v);
+		uint64_t u;
+		memcpy(&u, &d, 8);
+		if (buf_tag(b, 'd')) return -1;
+		return buf_u64(b, u);
+	}
+	case MRB_TT_STRING:
+		return buf_str(b, RSTRING_PTR(v), RSTRING_LEN(v));
+	case MRB_TT_SYMBOL: {
+		mrb_int n;
+		const char *s = mrb_sym_name_len(mrb, mrb_symbol(v), &n);
+		return buf_str(b, s, (size_t)n);
+	}
+	case MRB_TT_ARRAY: {
+		mrb_int i, n = RARRAY_LEN(v);
+		if (buf_tag(b, 'a') || buf_u32(b, (uint32_t)n)) return -1;
+		for (i = 0; i < n && i < RARRAY_LEN(v); i++)
+			if (enc_value(mrb, b, RARRAY_PTR(v)[i], depth + 1)) return -1;
+		return 0;
+	}
+	case MRB_TT_HASH: {
+		struct enc_hash h = {b, depth + 1, 0};
+		if (buf_tag(b, 'h') || buf_u32(b, (uint32_t)mrb_hash_size(mrb, v))) return -1;
+		mrb_hash_foreach(mrb, mrb_hash_ptr(v), enc_pair, &h);
+		return h.rc;
+	}
+	default: {
+		// Reported by Go with the method's name.
+		const char *cn = mrb_obj_classname(mrb, v);
+		size_t n = cn ? strlen(cn) : 0;
+		if (buf_tag(b, 'x') || buf_u32(b, (uint32_t)n)) return -1;
+		return buf_put(b, cn, n);
+	}
+	}
+}
+
+typedef struct {
+	const unsigned char *p;
+	size_t len, off;
+} hostd_rd;
+
+static uint64_t
+rd_u64(hostd_rd *r)
+{
+	uint64_t v = 0;
+	int i;
+	for (i = 0; i < 8; i++) v |= (uint64_t)r->p[r->off + i] << (8 * i);
+	r->off += 8;
+	return v;
+}
+
+static uint32_t
+rd_u32(hostd_rd *r)
+{
+	uint32_t v = (uint32_t)r->p[r->off] | (uint32_t)r->p[r->off + 1] << 8 |
+		     (uint32_t)r->p[r->off + 2] << 16 | (uint32_t)r->p[r->off + 3] << 24;
+	r->off += 4;
+	return v;
+}
+
+// dec_value decodes one value written by Go (trusted, well-formed).
+static mrb_value
+dec_value(mrb_state *mrb, hostd_rd *r)
+{
+	char tag;
+	if (r->off >= r->len) return mrb_nil_value();
+	tag = (char)r->p[r->off++];
+	switch (tag) {
+	case 't':
+		return mrb_true_value();
+	case 'f':
+		return mrb_false_value();
+	case 'i':
+		return mrb_int_value(mrb, (mrb_int)rd_u64(r));
+	case 'd': {
+		uint64_t u = rd_u64(r);
+		double d;
+		memcpy(&d, &u, 8);
+		return mrb_float_value(mrb, d);
+	}
+	case 's': {
+		uint32_t n = rd_u32(r);
+		mrb_value s = mrb_str_new(mrb, (const char *)r->p + r->off, n);
+		r->off += n;
+		return s;
+	}
+	case 'a': {
+		uint32_t i, n = rd_u32(r);
+		mrb_value a = mrb_ary_new_capa(mrb, n);
+		for (i = 0; i < n; i++) mrb_ary_push(mrb, a, dec_value(mrb, r));
+		return a;
+	}
+	case 'h': {
+		uint32_t i, n = rd_u32(r);
+		mrb_value h = mrb_hash_new_capa(mrb, n);
+		for (i = 0; i < n; i++) {
+			mrb_value k = dec_value(mrb, r);
+			mrb_value v = dec_value(mrb, r);
+			mrb_hash_set(mrb, h, k, v);
+		}
+		return h;
+	}
+	default:
+		return mrb_nil_value();
+	}
+}
+
+// ---- calls into Go ----
+
+static void
+free_pending(hostd_vm *vm)
+{
+	if (vm->pending) {
+		free(vm->pending);
+		vm->pending = NULL;
+	}
+}
+
+// call_go encodes argv, calls the Go side and returns its result or raises
+// its error. Go's output buffer is kept in vm->pending while Ruby objects
+// are made from it (which may raise) and freed afterwards.
+static mrb_value
+call_go(mrb_state *mrb, int op, const mrb_value *argv, mrb_int argc)
+{
+	hostd_vm *vm = (hostd_vm *)mrb->ud;
+	hostd_buf b = {0};
+	mrb_int i;
+	char *out = NULL;
+	size_t outlen = 0;
+	int code;
+	hostd_rd rd;
+	mrb_value v;
+
+	if (!vm->handle) mrb_raise(mrb, vm->error_class, "not available outside a hook run");
+	free_pending(vm);
+	if (buf_tag(&b, 'a') == 0 && buf_u32(&b, (uint32_t)argc) == 0) {
+		for (i = 0; i < argc; i++)
+			if (enc_value(mrb, &b, argv[i], 0)) break;
+	}
+	if (b.err) {
+		int err = b.err;
+		free(b.p);
+		if (err == 2) mrb_raise(mrb, E_ARGUMENT_ERROR, "value nested too deeply");
+		mrb_raise(mrb, E_RUNTIME_ERROR, "out of memory");
+	}
+	code = hostdGoCall(vm->handle, op, b.p, b.len, &out, &outlen);
+	free(b.p);
+	vm->pending = out;
+	rd.p = (const unsigned char *)out;
+	rd.len = outlen;
+	rd.off = 0;
+	v = out ? dec_value(mrb, &rd) : mrb_nil_value();
+	free_pending(vm);
+	switch (code) {
+	case HOSTD_CALL_OK:
+		return v;
+	case HOSTD_CALL_ARGERR:
+		mrb_exc_raise(mrb, mrb_exc_new_str(mrb, E_ARGUMENT_ERROR, v));
+	case HOSTD_CALL_EXIT:
+		vm->exit_status = mrb_integer_p(v) ? mrb_integer(v) : 500;
+		mrb_raise(mrb, vm->exit_class, "exit");
+	default:
+		mrb_exc_raise(mrb, mrb_exc_new_str(mrb, vm->error_class, mrb_string_p(v) ? v : mrb_str_new_lit(mrb, "host error")));
+	}
+	return mrb_nil_value();
+}
+
+static mrb_value
+dispatch(mrb_state *mrb, int op)
+{
+	const mrb_value *argv;
+	mrb_int argc;
+	mrb_get_args(mrb, "*", &argv, &argc);
+	return call_go(mrb, op, argv, argc);
+}
+
+#define HOSTD_METHODS(X)                        \
+	X(method, HOSTD_OP_METHOD)              \
+	X(uri, HOSTD_OP_URI)                    \
+	X(path, HOSTD_OP_PATH)                  \
+	X(query_string, HOSTD_OP_QUERY_STRING)  \
+	X(args, HOSTD_OP_ARGS)                  \
+	X(host, HOSTD_OP_HOST)                  \
+	X(scheme, HOSTD_OP_SCHEME)              \
+	X(remote_addr, HOSTD_OP_REMOTE_ADDR)    \
+	X(status, HOSTD_OP_STATUS)              \
+	X(set_status, HOSTD_OP_SET_STATUS)      \
+	X(redirect, HOSTD_OP_REDIRECT)          \
+	X(exit, HOSTD_OP_EXIT)                  \
+	X(basic_auth, HOSTD_OP_BASIC_AUTH)      \
+	X(set_path, HOSTD_OP_SET_PATH)          \
+	X(body, HOSTD_OP_BODY)                  \
+	X(phase, HOSTD_OP_PHASE)                \
+	X(hin_get, HOSTD_OP_HIN_GET)            \
+	X(hout_get, HOSTD_OP_HOUT_GET)          \
+	X(hout_set, HOSTD_OP_HOUT_SET)          \
+	X(vars_get, HOSTD_OP_VARS_GET)          \
+	X(vars_set, HOSTD_OP_VARS_SET)          \
+	X(log, HOSTD_OP_LOG)                    \
+	X(json_encode, HOSTD_OP_JSON_ENCODE)    \
+	X(json_decode, HOSTD_OP_JSON_DECODE)    \
+	X(sha256, HOSTD_OP_SHA256)              \
+	X(hmac_sha256, HOSTD_OP_HMAC_SHA256)    \
+	X(base64_encode, HOSTD_OP_BASE64_ENCODE) \
+	X(base64_decode, HOSTD_OP_BASE64_DECODE) \
+	X(time, HOSTD_OP_TIME)                  \
+	X(shared_get, HOSTD_OP_SHARED_GET)      \
+	X(shared_set, HOSTD_OP_SHARED_SET)      \
+	X(shared_incr, HOSTD_OP_SHARED_INCR)    \
+	X(shared_delete, HOSTD_OP_SHARED_DELETE)
+
+#define HOSTD_DEFINE_FN(name, op) \
+	static mrb_value m_##name(mrb_state *mrb, mrb_value self) { (void)self; return dispatch(mrb, op); }
+HOSTD_METHODS(HOSTD_DEFINE_FN)
+
+// r.write(*args) / r.puts(*args): each argument converted with to_s, then a
+// newline for puts.
+static mrb_value
+write_args(mrb_state *mrb, int newline)
+{
+	const mrb_value *argv;
+	mrb_int argc, i;
+	mrb_value s;
+	mrb_get_args(mrb, "*", &argv, &argc);
+	for (i = 0; i < argc; i++) {
+		s = mrb_obj_as_string(mrb, argv[i]);
+		if (RSTRING_LEN(s) > 0) call_go(mrb, HOSTD_OP_WRITE, &s, 1);
+	}
+	if (newline) {
+		s = mrb_str_new_lit(mrb, "\n");
+		call_go(mrb, HOSTD_OP_WRITE, &s, 1);
+	}
+	return mrb_nil_value();
+}
+
+static mrb_value
+m_hin_set(mrb_state *mrb, mrb_value self)
+{
+	(void)self;
+	mrb_raise(mrb, ((hostd_vm *)mrb->ud)->error_class, "r.headers_in is read-only (writable: r.status, r.headers_out[name], r.vars[name])");
+	return mrb_nil_value();
+}
+
+static mrb_value m_write(mrb_state *mrb, mrb_value self) { (void)self; return write_args(mrb, 0); }
+static mrb_value m_puts(mrb_state *mrb, mrb_value self) { (void)self; return write_args(mrb, 1); }
+
+static mrb_value
+m_r(mrb_state *mrb, mrb_value self)
+{
+	(void)self;
+	return ((hostd_vm *)mrb->ud)->req;
+}
+
+static mrb_value
+new_of(mrb_state *mrb, struct RClass *c)
+{
+	return mrb_obj_value(mrb_obj_alloc(mrb, MRB_TT_OBJECT, c));
+}
+
+static mrb_value m_headers_in(mrb_state *mrb, mrb_value self) { (void)self; return new_of(mrb, ((hostd_vm *)mrb->ud)->hin_class); }
+static mrb_value m_headers_out(mrb_state *mrb, mrb_value self) { (void)self; return new_of(mrb, ((hostd_vm *)mrb->ud)->hout_class); }
+static mrb_value m_vars(mrb_state *mrb, mrb_value self) { (void)self; return new_of(mrb, ((hostd_vm *)mrb->ud)->vars_class); }
+static mrb_value m_shared(mrb_state *mrb, mrb_value self) { (void)self; return new_of(mrb, ((hostd_vm *)mrb->ud)->shared_class); }
+
+// Kernel-style puts/print/p (on self) log at info, like Lua's print: the
+// arguments' to_s (inspect for p) joined by spaces.
+static mrb_value
+m_log_print(mrb_state *mrb, mrb_value self)
+{
+	const mrb_value *argv;
+	mrb_int argc, i;
+	mrb_value args[2];
+	int inspect = mrb_get_mid(mrb) == mrb_intern_lit(mrb, "p");
+
+	(void)self;
+	mrb_get_args(mrb, "*", &argv, &argc);
+	args[0] = mrb_str_new_lit(mrb, "info");
+	args[1] = mrb_str_new_capa(mrb, 64);
+	for (i = 0; i < argc; i++) {
+		if (i > 0) mrb_str_cat_lit(mrb, args[1], " ");
+		mrb_str_cat_str(mrb, args[1], inspect ? mrb_inspect(mrb, argv[i]) : mrb_obj_as_string(mrb, argv[i]));
+	}
+	call_go(mrb, HOSTD_OP_LOG, args, 2);
+	if (inspect) return argc == 0 ? mrb_nil_value() : argc == 1 ? argv[0] : mrb_ary_new_from_values(mrb, argc, argv);
+	return mrb_nil_value();
+}
+
+// ---- VM setup ----
+
+static int
+freeze_const(mrb_state *mrb, mrb_sym sym, mrb_value v, void *p)
+{
+	(void)mrb;
+	(void)sym;
+	(void)p;
+	switch (mrb_type(v)) {
+	case MRB_TT_STRING:
+	case MRB_TT_ARRAY:
+	case MRB_TT_HASH:
+		MRB_SET_FROZEN_FLAG(mrb_basic_ptr(v));
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+// freeze_core freezes every class, module and singleton class that exists
+// after setup, and the String/Array/Hash values of their constants, so
+// that no hook can change what the next hook sees (monkey-patching raises
+// FrozenError).
+static int
+freeze_obj(mrb_state *mrb, struct RBasic *obj, void *data)
+{
+	(void)data;
+	switch (obj->tt) {
+	case MRB_TT_CLASS:
+	case MRB_TT_MODULE:
+	case MRB_TT_SCLASS:
+		MRB_SET_FROZEN_FLAG(obj);
+		mrb_iv_foreach(mrb, mrb_obj_value(obj), freeze_const, NULL);
+		break;
+	default:
+		break;
+	}
+	return MRB_EACH_OBJ_OK;
+}
+
+static mrb_value
+setup_body(mrb_state *mrb, void *ud)
+{
+	hostd_vm *vm = (hostd_vm *)ud;
+	struct RClass *h, *c;
+
+	h = vm->hostd_mod = mrb_define_module(mrb, "Hostd");
+	vm->error_class = mrb_define_class_under(mrb, h, "Error", mrb->eStandardError_class);
+	// Exit and TimeoutError are not StandardErrors: `rescue => e` does not
+	// stop r.exit, and nothing can stop a timeout (the hook raises again).
+	vm->exit_class = mrb_define_class_under(mrb, h, "Exit", mrb->eException_class);
+	vm->timeout_class = mrb_define_class_under(mrb, h, "TimeoutError", mrb->eException_class);
+
+	mrb_define_module_function(mrb, h, "log", m_log, MRB_ARGS_REQ(2));
+	mrb_define_module_function(mrb, h, "json_encode", m_json_encode, MRB_ARGS_REQ(1));
+	mrb_define_module_function(mrb, h, "json_decode", m_json_decode, MRB_ARGS_REQ(1));
+	mrb_define_module_function(mrb, h, "sha256", m_sha256, MRB_ARGS_REQ(1));
+	mrb_define_module_function(mrb, h, "hmac_sha256", m_hmac_sha256, MRB_ARGS_REQ(2));
+	mrb_define_module_function(mrb, h, "base64_encode", m_base64_encode, MRB_ARGS_REQ(1));
+	mrb_define_module_function(mrb, h, "base64", m_base64_encode, MRB_ARGS_REQ(1));
+	mrb_define_module_function(mrb, h, "base64_decode", m_base64_decode, MRB_ARGS_REQ(1));
+	mrb_define_module_function(mrb, h, "time", m_time, MRB_ARGS_NONE());
+	mrb_define_module_function(mrb, h, "shared", m_shared, MRB_ARGS_NONE());
+
+	c = vm->request_class = mrb_define_class_under(mrb, h, "Request", mrb->object_class);
+	mrb_define_method(mrb, c, "method", m_method, MRB_ARGS_NONE());
+	mrb_define_method(mrb, c, "uri", m_uri, MRB_ARGS_NONE());
+	mrb_define_method(mrb, c, "path", m_path, MRB_ARGS_NONE());
+	mrb_define_method(mrb, c, "query", m_args, MRB_ARGS_NONE());
+	mrb_define_method(mrb, c, "args", m_args, MRB_ARGS_NONE());
+	mrb_define_method(mrb, c, "query_string", m_query_string, MRB_ARGS_NONE());
+	mrb_define_method(mrb, c, "host", m_host, MRB_ARGS_NONE());
+	mrb_define_method(mrb, c, "scheme", m_scheme, MRB_ARGS_NONE());
+	mrb_define_method(mrb, c, "remote_addr", m_remote_addr, MRB_ARGS_NONE());
+	mrb_define_method(mrb, c, "status", m_status, MRB_ARGS_NONE());
+	mrb_define_method(mrb, c, "status=", m_set_status, MRB_ARGS_REQ(1));
+	mrb_define_method(mrb, c, "write", m_write, MRB_ARGS_ANY());
+	mrb_define_method(mrb, c, "puts", m_puts, MRB_ARGS_ANY());
+	mrb_define_method(mrb, c, "redirect", m_redirect, MRB_ARGS_ARG(1, 1));
+	mrb_define_method(mrb, c, "exit", m_exit, MRB_ARGS_REQ(1));
+	mrb_define_method(mrb, c, "basic_auth", m_basic_auth, MRB_ARGS_NONE());
+	mrb_define_method(mrb, c, "set_path", m_set_path, MRB_ARGS_REQ(1));
+	mrb_define_method(mrb, c, "body", m_body, MRB_ARGS_NONE());
+	mrb_define_method(mrb, c, "phase", m_phase, MRB_ARGS_NONE());
+	mrb_define_method(mrb, c, "headers_in", m_headers_in, MRB_ARGS_NONE());
+	mrb_define_method(mrb, c, "headers_out", m_headers_out, MRB_ARGS_NONE());
+	mrb_define_method(mrb, c, "vars", m_vars, MRB_ARGS_NONE());
+
+	c = vm->hin_class = mrb_define_class_under(mrb, h, "HeadersIn", mrb->object_class);
+	mrb_define_method(mrb, c, "[]", m_hin_get, MRB_ARGS_REQ(1));
+	mrb_define_method(mrb, c, "[]=", m_hin_set, MRB_ARGS_REQ(2));
+	c = vm->hout_class = mrb_define_class_under(mrb, h, "HeadersOut", mrb->object_class);
+	mrb_define_method(mrb, c, "[]", m_hout_get, MRB_ARGS_REQ(1));
+	mrb_define_method(mrb, c, "[]=", m_hout_set, MRB_ARGS_REQ(2));
+	c = vm->vars_class = mrb_define_class_under(mrb, h, "Vars", mrb->object_class);
+	mrb_define_method(mrb, c, "[]", m_vars_get, MRB_ARGS_REQ(1));
+	mrb_define_method(mrb, c, "[]=", m_vars_set, MRB_ARGS_REQ(2));
+	c = vm->shared_class = mrb_define_class_under(mrb, h, "Shared", mrb->object_class);
+	mrb_define_method(mrb, c, "get", m_shared_get, MRB_ARGS_REQ(1));
+	mrb_define_method(mrb, c, "set", m_shared_set, MRB_ARGS_ARG(2, 1));
+	mrb_define_method(mrb, c, "incr", m_shared_incr, MRB_ARGS_ARG(1, 3));
+	mrb_define_method(mrb, c, "delete", m_shared_delete, MRB_ARGS_REQ(1));
+
+	// The class every run's fresh, anonymous top-level class inherits from.
+	c = vm->script_class = mrb_define_class_under(mrb, h, "Script", mrb->object_class);
+	mrb_define_method(mrb, c, "r", m_r, MRB_ARGS_NONE());
+	mrb_define_method(mrb, c, "puts", m_log_print, MRB_ARGS_ANY());
+	mrb_define_method(mrb, c, "print", m_log_print, MRB_ARGS_ANY());
+	mrb_define_method(mrb, c, "p", m_log_print, MRB_ARGS_ANY());
+
+	// Symbol.all_symbols would list symbols interned by earlier requests.
+	mrb_undef_class_method(mrb, mrb->symbol_class, "all_symbols");
+
+	mrb_full_gc(mrb);
+	mrb_objspace_each_objects(mrb, freeze_obj, NULL);
+	return mrb_nil_value();
+}
+
+static char *
+dup_cstr(const char *s, size_t n)
+{
+	char *p = (char *)malloc(n + 1);
+	if (!p) return NULL;
+	memcpy(p, s, n);
+	p[n] = 0;
+	return p;
+}
+
+// describe_value names v's class for an error message, in malloc'd
+// memory; v's own methods are not called.
+static mrb_value
+classname_body(mrb_state *mrb, void *ud)
+{
+	return mrb_format(mrb, "a value of class %C", mrb_obj_class(mrb, *(mrb_value *)ud));
+}
+
+static char *
+describe_value(mrb_state *mrb, mrb_value v)
+{
+	mrb_bool err;
+	int ai = mrb_gc_arena_save(mrb);
+	mrb_value s = mrb_protect_error(mrb, classname_body, &v, &err);
+	char *out;
+	if (!err && mrb_string_p(s))
+		out = dup_cstr(RSTRING_PTR(s), RSTRING_LEN(s));
+	else
+		out = dup_cstr("a value", 7);
+	mrb_gc_arena_restore(mrb, ai);
+	return out;
+}
+
+struct msg_args {
+	mrb_value exc;
+	const char *file;
+	mrb_value msg;
+	int line;
+};
+
+static mrb_value
+msg_body(mrb_state *mrb, void *ud)
+{
+	struct msg_args *a = (struct msg_args *)ud;
+	// No Ruby method of the exception (to_s, message, inspect) is called:
+	// they may be the hook's own and run here without the time limit.
+	struct RException *e = mrb_exc_ptr(a->exc);
+	mrb_value bt, m;
+	mrb_int i;
+	size_t flen = a->file ? strlen(a->file) : 0;
+
+	if ((e->flags & MRB_EXC_MESG_STRING_FLAG) && e->mesg) {
+		m = mrb_str_new(mrb, RSTR_PTR(e->mesg), RSTR_LEN(e->mesg));
+	} else {
+		// mrb_exc_new_str keeps the message as the "mesg" ivar.
+		m = mrb_obj_iv_get(mrb, (struct RObject *)e, mrb_intern_lit(mrb, "mesg"));
+		if (mrb_string_p(m))
+			m = mrb_str_new(mrb, RSTRING_PTR(m), RSTRING_LEN(m));
+		else
+			m = mrb_str_new_lit(mrb, "exception");
+	}
+	a->msg = mrb_format(mrb, "%v (%C)", m, mrb_obj_class(mrb, a->exc));
+	bt = mrb_exc_backtrace(mrb, a->exc);
+	if (!mrb_array_p(bt) || !a->file) return mrb_nil_value();
+	for (i = 0; i < RARRAY_LEN(bt); i++) {
+		mrb_value e = RARRAY_PTR(bt)[i];
+		const char *s;
+		if (!mrb_string_p(e) || (size_t)RSTRING_LEN(e) <= flen) continue;
+		s = RSTRING_PTR(e);
+		if (memcmp(s, a->file, flen) == 0 && s[flen] == ':') {
+			a->line = atoi(s + flen + 1);
+			break;
+		}
+	}
+	return mrb_nil_value();
+}
+
+static char *
+describe(mrb_state *mrb, mrb_value exc, const char *file, int *line)
+{
+	struct msg_args a = {exc, file, mrb_nil_value(), 0};
+	mrb_bool err;
+	int ai = mrb_gc_arena_save(mrb);
+	char *out;
+	mrb_protect_error(mrb, msg_body, &a, &err);
+	*line = a.line;
+	if (mrb_string_p(a.msg))
+		out = dup_cstr(RSTRING_PTR(a.msg), RSTRING_LEN(a.msg));
+	else
+		out = dup_cstr("exception (message unavailable)", 31);
+	mrb_gc_arena_restore(mrb, ai);
+	return out;
+}
+
+hostd_vm *
+hostd_vm_new(size_t mem_limit, char **err)
+{
+	hostd_vm *vm = (hostd_vm *)calloc(1, sizeof(hostd_vm));
+	mrb_bool failed;
+	mrb_value r;
+
+	*err = NULL;
+	if (!vm) return NULL;
+	vm->limit = mem_limit;
+	vm->req = mrb_nil_value();
+	vm->mrb = mrb_open_allocf(hostd_allocf, vm);
+	if (!vm->mrb) {
+		*err = dup_cstr("mrb_open failed (memory limit too low?)", 39);
+		free(vm);
+		return NULL;
+	}
+	// The first allocation is the mrb_state itself: a different size means
+	// the library was built with other defines than this file.
+	if (vm->first_alloc != sizeof(mrb_state)) {
+		*err = dup_cstr("libmruby was built with different defines than scripting/mruby (sizeof(mrb_state) differs); rebuild it with make libmruby", 119);
+		hostd_vm_free(vm);
+		return NULL;
+	}
+	vm->mrb->ud = vm;
+	vm->gc_root = mrb_intern_lit(vm->mrb, "_gc_root_");
+	r = mrb_protect_error(vm->mrb, setup_body, vm, &failed);
+	if (failed) {
+		int line;
+		*err = describe(vm->mrb, r, NULL, &line);
+		hostd_vm_free(vm);
+		return NULL;
+	}
+	vm->base_symidx = vm->mrb->symidx;
+	return vm;
+}
+
+void
+hostd_vm_free(hostd_vm *vm)
+{
+	if (!vm) return;
+	free_pending(vm);
+	if (vm->mrb) mrb_close(vm->mrb);
+	free(vm);
+}
+
+size_t hostd_vm_mem(hostd_vm *vm) { return vm->used; }
+uint32_t hostd_vm_new_syms(hostd_vm *vm) { return (uint32_t)(vm->mrb->symidx - vm->base_symidx); }
+int hostd_vm_exceeded(hostd_vm *vm) { return vm->exceeded; }
+
+// ---- compile ----
+
+// last_stmt_is_return reports whether the program's last top-level
+// statement is `return`: tree is (SCOPE locals BEGIN stmt...).
+static int
+last_stmt_is_return(mrb_ast_node *tree)
+{
+	mrb_ast_node *body, *l;
+	if (!tree || (intptr_t)tree->car != NODE_SCOPE || !tree->cdr) return 0;
+	body = tree->cdr->cdr;
+	if (!body || (intptr_t)body->car != NODE_BEGIN || !(l = body->cdr)) return 0;
+	while (l->cdr) l = l->cdr;
+	return l->car && (intptr_t)l->car->car == NODE_RETURN;
+}
+
+struct compile_args {
+	const char *src;
+	size_t len;
+	const char *file;
+	mrbc_context *cxt;
+	struct mrb_parser_state *p;
+	struct RProc *proc;
+	int last_return;
+};
+
+static mrb_value
+compile_body(mrb_state *mrb, void *ud)
+{
+	struct compile_args *a = (struct compile_args *)ud;
+	a->cxt = mrbc_context_new(mrb);
+	mrbc_filename(mrb, a->cxt, a->file);
+	a->cxt->capture_errors = TRUE;
+	a->p = mrb_parse_nstring(mrb, a->src, a->len, a->cxt);
+	if (!a->p || a->p->nerr) return mrb_nil_value();
+	a->last_return = last_stmt_is_return(a->p->tree);
+	a->proc = mrb_generate_code(mrb, a->p);
+	if (a->proc) mrb_gc_register(mrb, mrb_obj_value(a->proc));
+	return mrb_nil_value();
+}
+
+int
+hostd_vm_compile(hostd_vm *vm, const char *src, size_t len, const char *file,
+		 struct RProc **proc, int *last_return, int *line, char **msg)
+{
+	mrb_state *mrb = vm->mrb;
+	struct compile_args a = {src, len, file, NULL, NULL, NULL, 0};
+	mrb_bool failed;
+	mrb_value r;
+	int ai = mrb_gc_arena_save(mrb);
+	int rc = 0;
+
+	*proc = NULL;
+	*line = 0;
+	*msg = NULL;
+	r = mrb_protect_error(mrb, compile_body, &a, &failed);
+	if (failed) {
+		*msg = describe(mrb, r, NULL, line);
+		rc = 2;
+	} else if (!a.p) {
+		*msg = dup_cstr("parser failed", 13);
+		rc = 2;
+	} else if (a.p->nerr) {
+		const char *m = a.p->error_buffer[0].message;
+		*line = a.p->error_buffer[0].lineno;
+		*msg = m ? dup_cstr(m, strlen(m)) : dup_cstr("syntax error", 12);
+		rc = 1;
+	} else if (!a.proc) {
+		*msg = dup_cstr("code generation failed", 22);
+		rc = 2;
+	} else {
+		*proc = a.proc;
+		*last_return = a.last_return;
+	}
+	if (a.p) mrb_parser_free(a.p);
+	if (a.cxt) mrbc_context_free(mrb, a.cxt);
+	mrb_gc_arena_restore(mrb, ai);
+	return rc;
+}
+
+static mrb_value
+release_body(mrb_state *mrb, void *ud)
+{
+	mrb_gc_unregister(mrb, mrb_obj_value((struct RProc *)ud));
+	return mrb_nil_value();
+}
+
+void
+hostd_vm_release(hostd_vm *vm, struct RProc *proc)
+{
+	mrb_bool failed;
+	mrb_protect_error(vm->mrb, release_body, proc, &failed);
+}
+
+// ---- run ----
+
+struct run_args {
+	hostd_vm *vm;
+	struct RProc *proc;
+	int last_return;
+};
+
+static mrb_value
+run_body(mrb_state *mrb, void *ud)
+{
+	struct run_args *a = (struct run_args *)ud;
+	hostd_vm *vm = a->vm;
+	// A fresh anonymous class is the target of top-level def, constants
+	// and class definitions, and a fresh instance of it is self: nothing
+	// a run defines outlives it.
+	struct RClass *anon = mrb_class_new(mrb, vm->script_class);
+	mrb_value self = mrb_obj_value(mrb_obj_alloc(mrb, MRB_TT_OBJECT, anon));
+	mrb_callinfo *ci = mrb->c->ci;
+
+	const mrb_irep *irep = a->proc->body.irep;
+	mrb_value v;
+
+	vm->req = new_of(mrb, vm->request_class);
+	MRB_PROC_SET_TARGET_CLASS(a->proc, anon);
+	mrb_vm_ci_env_set(ci, NULL);
+	ci->u.target_class = anon;
+	v = mrb_top_run(mrb, a->proc, self, 0);
+	if (mrb->exc) {
+		// An exception that reached the top level ends mrb_top_run with
+		// mrb->exc set; raise it for mrb_protect_error.
+		mrb_value e = mrb_obj_value(mrb->exc);
+		mrb->exc = NULL;
+		mrb_exc_raise(mrb, e);
+	}
+	// The value of the last expression leaves through the RETURN just
+	// before the final STOP, as does a `return` that is the last
+	// statement (known from the parse tree); any other `return` leaves
+	// elsewhere.
+	ci = mrb->c->ci;
+	vm->explicit_return = ci == mrb->c->cibase &&
+		(a->last_return || ci->pc != irep->iseq + irep->ilen - 1);
+	return v;
+}
+
+// reset_globals removes every global variable but the GC root table.
+static mrb_value
+reset_body(mrb_state *mrb, void *ud)
+{
+	hostd_vm *vm = (hostd_vm *)ud;
+	mrb_value names = mrb_f_global_variables(mrb, mrb_nil_value());
+	mrb_int i;
+	for (i = 0; i < RARRAY_LEN(names); i++) {
+		mrb_sym s = mrb_symbol(RARRAY_PTR(names)[i]);
+		if (s != vm->gc_root) mrb_gv_remove(mrb, s);
+	}
+	return mrb_nil_value();
+}
+
+void
+hostd_vm_run(hostd_vm *vm, struct RProc *proc, int last_return, const char *file, int64_t timeout_ns,
+	     uintptr_t handle, hostd_result *res)
+{
+	mrb_state *mrb = vm->mrb;
+	struct run_args a = {vm, proc, last_return};
+	mrb_bool failed;
+	mrb_value r;
+	int ai = mrb_gc_arena_save(mrb);
+
+	memset(res, 0, sizeof(*res));
+	clock_gettime(CLOCK_MONOTONIC, &vm->deadline);
+	if (timeout_ns < 0) timeout_ns = 0;
+	vm->deadline.tv_sec += timeout_ns / 1000000000;
+	vm->deadline.tv_nsec += timeout_ns % 1000000000;
+	if (vm->deadline.tv_nsec >= 1000000000) {
+		vm->deadline.tv_sec++;
+		vm->deadline.tv_nsec -= 1000000000;
+	}
+	vm->tick = HOSTD_TICK;
+	vm->stop = vm->timed_out = 0;
+	vm->exit_status = 0;
+	vm->explicit_return = 0;
+	vm->handle = handle;
+	mrb->code_fetch_hook = hostd_code_fetch;
+
+	r = mrb_protect_error(mrb, run_body, &a, &failed);
+
+	mrb->code_fetch_hook = NULL;
+	vm->handle = 0;
+	vm->req = mrb_nil_value();
+	free_pending(vm);
+	MRB_PROC_SET_TARGET_CLASS(proc, vm->script_class);
+	mrb->c->ci->u.target_class = mrb->object_class;
+
+	if (failed) {
+		if (mrb_obj_is_kind_of(mrb, r, vm->exit_class)) {
+			res->kind = HOSTD_OK;
+			res->status = vm->exit_status;
+		} else if (vm->timed_out) {
+			res->kind = HOSTD_TIMEOUT;
+		} else if (vm->exceeded) {
+			res->kind = HOSTD_NOMEM;
+		} else {
+			res->kind = HOSTD_EXC;
+			res->msg = describe(mrb, r, file, &res->line);
+		}
+	} else if (vm->explicit_return && mrb_integer_p(r)) {
+		res->status = mrb_integer(r);
+		res->kind = (res->status >= 100 && res->status <= 999) ? HOSTD_OK : HOSTD_BADRET;
+	} else if (vm->explicit_return && !mrb_nil_p(r)) {
+		res->kind = HOSTD_BADRET;
+		res->status = -1;
+		res->msg = describe_value(mrb, r);
+	}
+	mrb_protect_error(mrb, reset_body, vm, &failed);
+	mrb_gc_arena_restore(mrb, ai);
+}

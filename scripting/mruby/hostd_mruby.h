@@ -1,0 +1,70 @@
+// hostd's small C layer over libmruby 3.1 (see doc.go). Every entry point
+// protects the calls that can raise, so no Ruby exception ever longjmps
+// across Go frames.
+#ifndef HOSTD_MRUBY_H
+#define HOSTD_MRUBY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct hostd_vm hostd_vm;
+struct RProc;
+
+// Result kinds of hostd_vm_run.
+enum {
+	HOSTD_OK = 0,      // finished; status is the returned value or r.exit's
+	HOSTD_EXC = 1,     // a Ruby exception; msg and line describe it
+	HOSTD_TIMEOUT = 2, // stopped by the debug hook at the deadline
+	HOSTD_NOMEM = 3,   // the counting allocator refused memory
+	HOSTD_BADRET = 4,  // returned an Integer that is not 100..999 (in status)
+};
+
+typedef struct {
+	int kind;
+	int64_t status;
+	int line;
+	char *msg; // malloc'd, or NULL; the caller frees it
+} hostd_result;
+
+hostd_vm *hostd_vm_new(size_t mem_limit, char **err);
+void hostd_vm_free(hostd_vm *vm);
+// hostd_vm_compile returns 0 and a GC-registered proc, 1 for a syntax error
+// (line, msg), 2 for another failure (msg).
+// last_return tells whether the last top-level statement is `return`.
+int hostd_vm_compile(hostd_vm *vm, const char *src, size_t len, const char *file,
+		     struct RProc **proc, int *last_return, int *line, char **msg);
+void hostd_vm_release(hostd_vm *vm, struct RProc *proc);
+// file is the name the proc was compiled with (for the error line).
+void hostd_vm_run(hostd_vm *vm, struct RProc *proc, int last_return, const char *file, int64_t timeout_ns,
+		  uintptr_t handle, hostd_result *res);
+size_t hostd_vm_mem(hostd_vm *vm);
+uint32_t hostd_vm_new_syms(hostd_vm *vm);
+int hostd_vm_exceeded(hostd_vm *vm);
+
+// Codes returned by the Go side (hostdGoCall).
+enum {
+	HOSTD_CALL_OK = 0,       // out holds the result value
+	HOSTD_CALL_ARGERR = 1,   // out holds a message: ArgumentError
+	HOSTD_CALL_ERR = 2,      // out holds a message: Hostd::Error
+	HOSTD_CALL_EXIT = 3,     // out holds the status: end the run
+};
+
+// Host operations: Ruby methods of Hostd, Hostd::Request and friends call
+// hostdGoCall(handle, op, args) with their arguments encoded as a value
+// list (see value.go).
+enum {
+	HOSTD_OP_METHOD = 1, HOSTD_OP_URI, HOSTD_OP_PATH, HOSTD_OP_QUERY_STRING,
+	HOSTD_OP_ARGS, HOSTD_OP_HOST, HOSTD_OP_SCHEME, HOSTD_OP_REMOTE_ADDR,
+	HOSTD_OP_STATUS, HOSTD_OP_SET_STATUS, HOSTD_OP_WRITE, HOSTD_OP_PUTS,
+	HOSTD_OP_REDIRECT, HOSTD_OP_EXIT, HOSTD_OP_BASIC_AUTH, HOSTD_OP_SET_PATH,
+	HOSTD_OP_BODY, HOSTD_OP_PHASE,
+	HOSTD_OP_HIN_GET, HOSTD_OP_HOUT_GET, HOSTD_OP_HOUT_SET,
+	HOSTD_OP_VARS_GET, HOSTD_OP_VARS_SET,
+	HOSTD_OP_LOG, HOSTD_OP_JSON_ENCODE, HOSTD_OP_JSON_DECODE, HOSTD_OP_SHA256,
+	HOSTD_OP_HMAC_SHA256, HOSTD_OP_BASE64_ENCODE, HOSTD_OP_BASE64_DECODE,
+	HOSTD_OP_TIME,
+	HOSTD_OP_SHARED_GET, HOSTD_OP_SHARED_SET, HOSTD_OP_SHARED_INCR,
+	HOSTD_OP_SHARED_DELETE,
+};
+
+#endif

@@ -1,0 +1,35 @@
+//go:build nomruby || !cgo
+
+package mruby
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hostd/hostd/scripting"
+)
+
+// Engine is the stand-in for the mruby engine in builds without mruby: Run
+// and Check fail with an error wrapping scripting.ErrNotSupported.
+type Engine struct{}
+
+var _ scripting.Engine = (*Engine)(nil)
+
+var errNoMruby = fmt.Errorf("hostd was built without mruby (tag nomruby): .rb hooks are not available: %w", scripting.ErrNotSupported)
+
+// Available reports whether mruby is built in.
+const Available = false
+
+// New returns an engine whose Run and Check fail.
+func New(cfg scripting.Config) *Engine { return &Engine{} }
+
+// Run fails with an error wrapping scripting.ErrNotSupported.
+func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, req scripting.Request) (scripting.Result, error) {
+	return scripting.Result{}, errNoMruby
+}
+
+// Check fails with an error wrapping scripting.ErrNotSupported.
+func (e *Engine) Check(path string) error { return errNoMruby }
+
+// Close does nothing.
+func (e *Engine) Close() error { return nil }
