@@ -5,11 +5,15 @@ GO       ?= go
 BIN      := bin/hostd
 # Debian packages the build, the tests and the demo need. Installed by
 # `make deps` when missing (root, apt).
-APT_PKGS ?= ca-certificates curl openssl
+APT_PKGS ?= ca-certificates curl openssl make gcc libc6-dev ruby rake bison dpkg-dev perl php-cgi redis-server memcached
 
 export PATH := $(PATH):/usr/local/go/bin
 
--include mk/mruby.mk
+include mk/mruby.mk
+
+# Everything that compiles the cgo mruby binding needs libmruby first;
+# `make build GOFLAGS=-tags=nomruby` builds a pure-Go binary without it.
+BUILD_DEPS := $(if $(findstring nomruby,$(GOFLAGS)),,libmruby)
 
 .PHONY: all build test test-short vet bench demo deps clean
 
@@ -39,9 +43,13 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 demo: deps build
+	@# suEXEC runs a CGI script only when its tenant owns it.
+	chown -R 31002:31002 examples/tenants/bob/public/cgi
 	$(BIN) check --config examples/hostd.toml
 	@echo "serving the examples: try"
 	@echo "  curl --resolve alice.example:8443:127.0.0.1 -k https://alice.example:8443/"
+	@echo "  curl --resolve alice.example:8443:127.0.0.1 -k https://alice.example:8443/hello"
+	@echo "  curl --resolve bob.example:8443:127.0.0.1 -k https://bob.example:8443/cgi/hello.cgi"
 	@echo "  openssl s_client -connect 127.0.0.1:8443 -servername bob.example"
 	$(BIN) serve --config examples/hostd.toml
 

@@ -121,3 +121,45 @@ file = "../hooks/echo.lua"
 		t.Errorf("body over the limit: %d %q", r.StatusCode, r.Body)
 	}
 }
+
+func TestRubyHooksEndToEnd(t *testing.T) {
+	s := hosttest.Start(t, hookSite(`
+[[hooks]]
+phase = "access"
+file = "../hooks/access.rb"
+[[hooks]]
+phase = "content"
+file = "../hooks/content.rb"
+path = "/api/*"
+`, map[string]string{
+		"access.rb": `r.vars["seen"] = "access"
+return 401 if r.path == "/private"
+raise "boom" if r.path == "/api/boom"
+loop {} if r.path == "/api/spin"
+`,
+		"content.rb": `r.headers_out["Content-Type"] = "application/json"
+r.write(Hostd.json_encode({"path" => r.path, "seen" => r.vars["seen"], "n" => Hostd.shared.incr("n", 1)}))
+`,
+	}))
+	c := s.Client("a.example", true)
+	for _, tc := range []struct {
+		path string
+		code int
+		body string
+	}{
+		{"/", 200, "static index\n"},
+		{"/private", 401, "Unauthorized"},
+		{"/api/x", 200, `{"n":1,"path":"/api/x","seen":"access"}`},
+		{"/api/boom", 500, "a hook script failed"},
+		{"/api/spin", 503, "time limit"},
+		{"/api/y", 200, `{"n":2,"path":"/api/y","seen":"access"}`},
+	} {
+		r := hosttest.Get(t, c, "https://a.example"+tc.path)
+		if r.StatusCode != tc.code || !strings.Contains(r.Body, tc.body) {
+			t.Errorf("GET %s: %d %q, want %d %q", tc.path, r.StatusCode, r.Body, tc.code, tc.body)
+		}
+	}
+	if logs := s.Logs.String(); !strings.Contains(logs, "access.rb:3") || !strings.Contains(logs, "boom") {
+		t.Errorf("error log lacks the script location:\n%s", logs)
+	}
+}

@@ -41,6 +41,8 @@ type Server struct {
 	httpsLn, httpLn   net.Listener
 	httpsPort         string
 
+	stats serverStats
+
 	closeOnce sync.Once
 }
 

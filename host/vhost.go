@@ -16,6 +16,7 @@ import (
 	"github.com/hostd/hostd/sandbox"
 	"github.com/hostd/hostd/scripting"
 	"github.com/hostd/hostd/scripting/lua"
+	"github.com/hostd/hostd/scripting/mruby"
 	"github.com/hostd/hostd/tenant"
 )
 
@@ -153,6 +154,8 @@ func (v *vhost) engine(ext string) (scripting.Engine, error) {
 	switch ext {
 	case ".lua":
 		e = lua.New(cfg)
+	case ".rb":
+		e = mruby.New(cfg)
 	default:
 		return nil, fmt.Errorf("no engine for %s hooks", ext)
 	}

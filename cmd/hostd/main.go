@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/hostd/hostd/host"
+	"github.com/hostd/hostd/sandbox"
 	"github.com/hostd/hostd/tenant"
 )
 
@@ -30,6 +31,7 @@ const usage = `usage: hostd <command> [flags]
 commands:
   serve   --config FILE   serve the configuration
   check   --config FILE   validate the configuration and print one line per vhost
+  bench   [flags]         compare sandbox modes and handlers (hostd bench -h)
   version                 print the version
 `
 
@@ -48,6 +50,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdServe(args, stderr)
 	case "check":
 		return cmdCheck(args, stdout, stderr)
+	case "bench":
+		return cmdBench(args, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "hostd", version())
 		return 0
@@ -140,6 +144,29 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// dropPrivileges keeps only what the sandbox needs once the listeners are
+// bound: CAP_SETUID and CAP_SETGID when a vhost switches identities, and
+// the server user when one is configured. Started without those
+// capabilities while a vhost needs them, hostd refuses to start.
+func dropPrivileges(cfg *tenant.Config, logger *slog.Logger) error {
+	var p sandbox.Privileges
+	for _, v := range cfg.VHosts {
+		if sandbox.Mode(v.Mode).NeedsPrivileges() {
+			p.NeedSwitch = true
+		}
+	}
+	if cfg.HasServerUser {
+		p.User = &sandbox.Identity{UID: cfg.ServerUID, GID: cfg.ServerGID}
+	}
+	if !p.NeedSwitch && p.User == nil && os.Geteuid() != 0 {
+		return nil // an unprivileged server with nothing to switch
+	}
+	if err := sandbox.DropPrivileges(p, logger); err != nil {
+		return fmt.Errorf("privileges: %w", err)
+	}
+	return nil
+}
+
 func cmdServe(args []string, stderr io.Writer) int {
 	_, f, err := parseFlags("serve", args, stderr)
 	if err != nil {
@@ -161,6 +188,11 @@ func cmdServe(args []string, stderr io.Writer) int {
 		return 1
 	}
 	if err := srv.Listen(); err != nil {
+		srv.Close()
+		logger.Error("start", "err", err)
+		return 1
+	}
+	if err := dropPrivileges(cfg, logger); err != nil {
 		srv.Close()
 		logger.Error("start", "err", err)
 		return 1
