@@ -311,3 +311,28 @@ func TestSlowlorisTimeout(t *testing.T) {
 		t.Fatalf("server kept a half-sent request open for %v", time.Since(start))
 	}
 }
+
+func TestRespond(t *testing.T) {
+	files := twoTenants()
+	files["vhosts.d/alice.toml"] += `
+[[respond]]
+path = "/native"
+body = "Hello, world!\n"
+content_type = "text/plain"
+[[respond]]
+path = "/gone/*"
+status = 410
+body = "gone\n"
+`
+	s := hosttest.Start(t, files)
+	c := s.Client("alice.example", false)
+	if r := hosttest.Get(t, c, "https://alice.example/native"); r.StatusCode != 200 || r.Body != "Hello, world!\n" || r.Header.Get("Content-Type") != "text/plain" {
+		t.Errorf("native: %d %q %q", r.StatusCode, r.Body, r.Header.Get("Content-Type"))
+	}
+	if r := hosttest.Get(t, c, "https://alice.example/gone/x"); r.StatusCode != 410 || r.Body != "gone\n" {
+		t.Errorf("gone: %d %q", r.StatusCode, r.Body)
+	}
+	if r := hosttest.Get(t, c, "https://alice.example/"); r.Body != "alice home\n" {
+		t.Errorf("static after respond: %q", r.Body)
+	}
+}

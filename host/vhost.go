@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 
 	"github.com/hostd/hostd/host/cgi"
@@ -226,9 +227,29 @@ func (v *vhost) handle(w http.ResponseWriter, r *http.Request) *hookRequest {
 	return hr
 }
 
+// respond serves the first [[respond]] entry matching path and reports
+// whether there was one.
+func (v *vhost) respond(w http.ResponseWriter, path string) bool {
+	for i := range v.cfg.Respond {
+		rs := &v.cfg.Respond[i]
+		if rs.Matches(path) {
+			h := w.Header()
+			h.Set("Content-Type", rs.ContentType)
+			h.Set("Content-Length", strconv.Itoa(len(rs.Body)))
+			w.WriteHeader(rs.Status)
+			io.WriteString(w, rs.Body)
+			return true
+		}
+	}
+	return false
+}
+
 // serveFile serves path with the CGI handler when it names a script, else
 // as a static file.
 func (v *vhost) serveFile(w http.ResponseWriter, r *http.Request, path string) {
+	if len(v.cfg.Respond) > 0 && v.respond(w, path) {
+		return
+	}
 	if v.cgi != nil {
 		script, err := v.cgi.Resolve(path)
 		switch {

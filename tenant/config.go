@@ -159,6 +159,22 @@ func (h Hook) Matches(p string) bool {
 	}
 }
 
+// Respond is one [[respond]] entry of a vhost: a fixed response served
+// natively (no script, no file), like Caddy's respond or nginx's return.
+type Respond struct {
+	// Path is an exact path, or a prefix ending in "*" (required).
+	Path string `toml:"path"`
+	// Status defaults to 200.
+	Status int `toml:"status"`
+	// Body is sent as is.
+	Body string `toml:"body"`
+	// ContentType defaults to "text/plain; charset=utf-8".
+	ContentType string `toml:"content_type"`
+}
+
+// Matches reports whether the entry applies to the request path p.
+func (r Respond) Matches(p string) bool { return Hook{Path: r.Path}.Matches(p) }
+
 // VHost is one tenant's file.
 type VHost struct {
 	ServerName string   `toml:"server_name"`
@@ -189,6 +205,8 @@ type VHost struct {
 	Limits Limits `toml:"limits"`
 	CGI    CGI    `toml:"cgi"`
 	Hooks  []Hook `toml:"hooks"`
+	// Respond are fixed native responses, tried after the content hooks.
+	Respond []Respond `toml:"respond"`
 
 	// Set by Load.
 	File   string   // the vhost file

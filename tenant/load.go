@@ -111,7 +111,8 @@ func suggest(key string) string {
 		"allow_http", "directory_listing", "sandbox", "error_log", "max_workers", "worker_idle",
 		"script_timeout", "script_memory", "cgi_timeout", "max_body", "max_response", "enabled",
 		"extensions", "interpreters", "phase", "file", "path", "read_header_timeout", "read_timeout",
-		"write_timeout", "idle_timeout", "shutdown_timeout", "max_header_bytes"}
+		"write_timeout", "idle_timeout", "shutdown_timeout", "max_header_bytes", "respond", "status", "body",
+		"content_type"}
 	best, bestD := "", 3
 	for _, k := range known {
 		if d := editDistance(key, k); d < bestD {
@@ -381,6 +382,21 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 		}
 		if h.Path != "" && !strings.HasPrefix(h.Path, "/") {
 			l.add(file, nonzero(loc.line("hooks", i, "path"), h.line), "hook path %q must start with '/'", h.Path)
+		}
+	}
+	for i := range v.Respond {
+		rs := &v.Respond[i]
+		if !strings.HasPrefix(rs.Path, "/") {
+			l.add(file, nonzero(loc.line("respond", i, "path"), loc.line("respond", i, "")), "respond path %q must start with '/'", rs.Path)
+		}
+		if rs.Status == 0 {
+			rs.Status = 200
+		}
+		if rs.Status < 200 || rs.Status > 999 {
+			l.add(file, nonzero(loc.line("respond", i, "status"), loc.line("respond", i, "")), "respond status %d: want 200 to 999", rs.Status)
+		}
+		if rs.ContentType == "" {
+			rs.ContentType = "text/plain; charset=utf-8"
 		}
 	}
 	if len(l.errs) > n {
