@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCheckCommand(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"check", "--config", "../../examples/hostd.toml"}, &out, &errb); code != 0 {
+		t.Fatalf("check examples: exit %d\n%s", code, errb.String())
+	}
+	for _, want := range []string{"alice.example\t", "sandbox=thread\tuid 31001 gid 31001", "bob.example\t", "sandbox=inline", "ok, 2 vhosts"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("check output lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "vhosts.d"), 0o755)
+	os.MkdirAll(filepath.Join(dir, "pub"), 0o755)
+	os.WriteFile(filepath.Join(dir, "hostd.toml"), []byte("[server]\nlisten_https = \"127.0.0.1:0\"\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "vhosts.d/a.toml"), []byte("server_name = \"a.example\"\nroot = \"../pub\"\n[[hooks]]\nphase = \"content\"\nfile = \"h.lua\"\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "vhosts.d/h.lua"), []byte("r:write(\"x\"\n\n"), 0o644)
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"check", "--config", filepath.Join(dir, "hostd.toml")}, &out, &errb); code != 1 {
+		t.Fatalf("check broken hook: exit %d", code)
+	}
+	if want := filepath.Join(dir, "vhosts.d/h.lua") + ":3: syntax error"; !strings.HasPrefix(errb.String(), want) {
+		t.Errorf("stderr %q, want prefix %q", errb.String(), want)
+	}
+	if code := run([]string{"frobnicate"}, &out, &errb); code != 2 {
+		t.Errorf("unknown command: exit %d", code)
+	}
+	out.Reset()
+	if code := run([]string{"version"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "hostd ") {
+		t.Errorf("version: %d %q", code, out.String())
+	}
+}
