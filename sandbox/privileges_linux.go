@@ -109,6 +109,11 @@ func DropPrivileges(p Privileges, logger *slog.Logger) error {
 		if dropped, err = dropBoundingSet(keep); err != nil {
 			return fmt.Errorf("sandbox: drop privileges: %w", err)
 		}
+	case boundingWithin(keep):
+		// A cgo hostd drops the bounding set in an ELF constructor, while
+		// the process still has one thread (cmd/hostd/bounding_linux.go):
+		// every thread inherited it.
+		logger.Debug("capability bounding set already reduced at process start")
 	default:
 		// The bounding set is per thread and only matters at execve.
 		// Children are started by the Spawner on a thread with
@@ -140,6 +145,24 @@ func DropPrivileges(p Privileges, logger *slog.Logger) error {
 
 // dropBoundingSet drops every capability not in keep from the bounding set
 // of every thread and returns how many it dropped.
+// boundingWithin reports whether the calling thread's bounding set holds
+// no capability outside keep.
+func boundingWithin(keep uint64) bool {
+	last, err := sys.CapLastCap()
+	if err != nil {
+		return false
+	}
+	for c := uintptr(0); c <= last && c < 64; c++ {
+		if keep&sys.Mask(c) != 0 {
+			continue
+		}
+		if in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, c, 0, 0, 0); err != nil || in != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 func dropBoundingSet(keep uint64) (int, error) {
 	last, err := sys.CapLastCap()
 	if err != nil {
