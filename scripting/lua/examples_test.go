@@ -1,16 +1,21 @@
 package lua
 
 import (
-	"context"
-	"encoding/base64"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/hostd/hostd/scripting"
 	"github.com/hostd/hostd/scripting/scriptingtest"
 )
 
+// TestExamples runs examples/hooks/lua with the expectations every
+// language shares.
+func TestExamples(t *testing.T) {
+	scriptingtest.RunExamples(t, func() scripting.Engine { return New(scripting.Config{}) },
+		"../../examples/hooks/lua", ".lua")
+}
+
+// example returns the absolute path of examples/hooks/lua/name.
 func example(t *testing.T, name string) string {
 	t.Helper()
 	p, err := filepath.Abs(filepath.Join("..", "..", "examples", "hooks", "lua", name))
@@ -18,129 +23,4 @@ func example(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-func basic(user, pass string) string {
-	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
-}
-
-func TestExamples(t *testing.T) {
-	type step struct {
-		req       scriptingtest.RequestOptions
-		status    int               // Result.Status
-		body      string            // exact body, or a substring when prefixed with "~"
-		headers   map[string]string // response headers ("" : absent)
-		path      string            // path after the run
-		vars      map[string]any
-		logHas    string
-		repeatRun int // run this many times first (rate limit)
-	}
-	cases := []struct {
-		file  string
-		phase scripting.Phase
-		steps []step
-	}{
-		{"hello.lua", scripting.PhaseContent, []step{
-			{body: "Hello, world!\n", headers: map[string]string{"Content-Type": "text/plain"}},
-		}},
-		{"redirect.lua", scripting.PhaseRewrite, []step{
-			{req: scriptingtest.RequestOptions{Scheme: "http", Host: "example.com", URI: "/a?b=1"}, status: 301,
-				headers: map[string]string{"Location": "https://example.com/a?b=1"}},
-			{req: scriptingtest.RequestOptions{URI: "/blog/2024/post.html?x=1"}, status: 301,
-				headers: map[string]string{"Location": "/articles/2024/post.html?x=1"}},
-			{req: scriptingtest.RequestOptions{URI: "/docs/v1/intro"}, status: 301,
-				headers: map[string]string{"Location": "/docs/intro"}},
-			{req: scriptingtest.RequestOptions{URI: "/other"}, status: 0, headers: map[string]string{"Location": ""}},
-		}},
-		{"basic_auth.lua", scripting.PhaseAccess, []step{
-			{status: 401, headers: map[string]string{"WWW-Authenticate": `Basic realm="members", charset="UTF-8"`}},
-			{req: scriptingtest.RequestOptions{Headers: map[string]string{"Authorization": basic("alice", "wonderland")}},
-				status: 0, vars: map[string]any{"user": "alice"}},
-			{req: scriptingtest.RequestOptions{Headers: map[string]string{"Authorization": basic("bob", "builder")}},
-				status: 0, vars: map[string]any{"user": "bob"}},
-			{req: scriptingtest.RequestOptions{Headers: map[string]string{"Authorization": basic("alice", "wrong")}}, status: 401},
-			{req: scriptingtest.RequestOptions{Headers: map[string]string{"Authorization": basic("mallory", "x")}}, status: 401},
-		}},
-		{"access_ip.lua", scripting.PhaseAccess, []step{
-			{req: scriptingtest.RequestOptions{RemoteAddr: "127.0.0.1"}, status: 0},
-			{req: scriptingtest.RequestOptions{RemoteAddr: "10.1.2.3"}, status: 0},
-			{req: scriptingtest.RequestOptions{RemoteAddr: "2001:db8::5"}, status: 0},
-			{req: scriptingtest.RequestOptions{RemoteAddr: "127.0.0.10"}, status: 403},
-			{req: scriptingtest.RequestOptions{RemoteAddr: "203.0.113.9"}, status: 403, logHas: "access denied for 203.0.113.9"},
-		}},
-		{"rate_limit.lua", scripting.PhaseAccess, []step{
-			{req: scriptingtest.RequestOptions{RemoteAddr: "198.51.100.1"}, status: 0,
-				headers: map[string]string{"X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "59"}},
-			{req: scriptingtest.RequestOptions{RemoteAddr: "198.51.100.1"}, repeatRun: 59, status: 429,
-				headers: map[string]string{"X-RateLimit-Remaining": "0"}},
-			{req: scriptingtest.RequestOptions{RemoteAddr: "198.51.100.2"}, status: 0,
-				headers: map[string]string{"X-RateLimit-Remaining": "59"}},
-		}},
-		{"vhost.lua", scripting.PhaseRewrite, []step{
-			{req: scriptingtest.RequestOptions{Host: "Blog.Example.com:8443", URI: "/post.html?p=1"}, status: 0,
-				path: "/sites/blog/post.html", vars: map[string]any{"site": "blog"}},
-			{req: scriptingtest.RequestOptions{Host: "example.com", URI: "/"}, status: 0, path: "/sites/www/"},
-			{req: scriptingtest.RequestOptions{Host: "unknown.example.net", URI: "/"}, status: 404, path: "/"},
-		}},
-		{"json_api.lua", scripting.PhaseContent, []step{
-			{req: scriptingtest.RequestOptions{URI: "/api/info?x=1", Headers: map[string]string{"User-Agent": "test/1"}},
-				body:    `~"args":{"x":"1"},"client":"192.0.2.1","method":"GET","path":"/api/info"`,
-				headers: map[string]string{"Content-Type": "application/json"}},
-			{req: scriptingtest.RequestOptions{Method: "POST", URI: "/api/sum", Body: `{"numbers":[1,2,3.5]}`},
-				body: `{"sum":6.5}`},
-			{req: scriptingtest.RequestOptions{Method: "POST", URI: "/api/sum", Body: `{"numbers":`},
-				body: `~"error"`},
-			{req: scriptingtest.RequestOptions{Method: "GET", URI: "/api/sum"}, body: `{"error":"use POST"}`,
-				headers: map[string]string{"Allow": "POST"}},
-			{req: scriptingtest.RequestOptions{URI: "/nope"}, body: `{"error":"not found"}`},
-		}},
-	}
-	for _, c := range cases {
-		t.Run(c.file, func(t *testing.T) {
-			e := New(scripting.Config{})
-			defer e.Close()
-			path := example(t, c.file)
-			if err := e.Check(path); err != nil {
-				t.Fatalf("Check: %v", err)
-			}
-			for i, s := range c.steps {
-				for range s.repeatRun {
-					if _, err := e.Run(context.Background(), c.phase, path, scriptingtest.NewRequest(s.req)); err != nil {
-						t.Fatal(err)
-					}
-				}
-				req := scriptingtest.NewRequest(s.req)
-				res, err := e.Run(context.Background(), c.phase, path, req)
-				if err != nil {
-					t.Fatalf("step %d: %v", i, err)
-				}
-				if res.Status != s.status {
-					t.Errorf("step %d: status %d, want %d", i, res.Status, s.status)
-				}
-				if want, ok := strings.CutPrefix(s.body, "~"); ok {
-					if !strings.Contains(req.Response(), want) {
-						t.Errorf("step %d: body %q does not contain %q", i, req.Response(), want)
-					}
-				} else if req.Response() != s.body {
-					t.Errorf("step %d: body %q, want %q", i, req.Response(), s.body)
-				}
-				for k, v := range s.headers {
-					if got := req.HeadersOut().Get(k); got != v {
-						t.Errorf("step %d: header %s = %q, want %q", i, k, got, v)
-					}
-				}
-				if s.path != "" && req.Path() != s.path {
-					t.Errorf("step %d: path %q, want %q", i, req.Path(), s.path)
-				}
-				for k, v := range s.vars {
-					if got := req.Vars()[k]; got != v {
-						t.Errorf("step %d: vars[%s] = %v, want %v", i, k, got, v)
-					}
-				}
-				if s.logHas != "" && !strings.Contains(req.LogText(), s.logHas) {
-					t.Errorf("step %d: log %q lacks %q", i, req.LogText(), s.logHas)
-				}
-			}
-		})
-	}
 }
