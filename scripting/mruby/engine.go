@@ -29,10 +29,10 @@ import (
 
 // Defaults for a zero Config, and when a VM is recycled.
 const (
-	DefaultTimeout  = time.Second
-	DefaultMaxInput = 1 << 20
-	DefaultMaxMem   = 64 << 20
-	DefaultMaxVMs   = 8
+	DefaultTimeout  = scripting.DefaultTimeout
+	DefaultMaxInput = scripting.DefaultMaxInput
+	DefaultMaxMem   = scripting.DefaultMaxMemory
+	DefaultMaxVMs   = scripting.DefaultMaxVMs
 
 	// maxScriptSize bounds a hook file.
 	maxScriptSize = 4 << 20
@@ -99,25 +99,8 @@ var _ scripting.Engine = (*Engine)(nil)
 // New returns an engine for one tenant. Zero fields of cfg take their
 // defaults (see scripting.Config). VMs are made on first use.
 func New(cfg scripting.Config) *Engine {
-	if cfg.Limits.Timeout <= 0 {
-		cfg.Limits.Timeout = DefaultTimeout
-	}
-	if cfg.Limits.MaxInput <= 0 {
-		cfg.Limits.MaxInput = DefaultMaxInput
-	}
-	if cfg.Limits.MaxMemory <= 0 {
-		cfg.Limits.MaxMemory = DefaultMaxMem
-	}
-	if cfg.MaxVMs <= 0 {
-		cfg.MaxVMs = DefaultMaxVMs
-	}
-	if cfg.Shared == nil {
-		cfg.Shared = scripting.NewSharedDict(0)
-	}
+	cfg = cfg.WithDefaults()
 	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	return &Engine{
 		cfg:     cfg,
 		log:     log,
