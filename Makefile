@@ -15,7 +15,7 @@ include mk/mruby.mk
 # `make build GOFLAGS=-tags=nomruby` builds a pure-Go binary without it.
 BUILD_DEPS := $(if $(findstring nomruby,$(GOFLAGS)),,libmruby)
 
-.PHONY: all build test test-short vet bench demo deps clean
+.PHONY: all build test test-short vet bench demo demo-services deps clean
 
 all: build
 
@@ -42,7 +42,15 @@ test: deps $(BUILD_DEPS) vet
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-demo: deps build
+# services the demo uses: Redis for sessions (and memcached, for trying
+# store = "memcached"), on loopback, started once.
+demo-services:
+	@redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 || \
+		redis-server --bind 127.0.0.1 --port 6379 --save "" --appendonly no --daemonize yes
+	@(echo version | timeout 1 bash -c 'cat > /dev/tcp/127.0.0.1/11211') 2>/dev/null || \
+		memcached -d -l 127.0.0.1 -p 11211 -u nobody
+
+demo: deps build demo-services
 	@# suEXEC runs a CGI script only when its tenant owns it.
 	chown -R 31002:31002 examples/tenants/bob/public/cgi
 	$(BIN) check --config examples/hostd.toml
@@ -50,6 +58,7 @@ demo: deps build
 	@echo "  curl --resolve alice.example:8443:127.0.0.1 -k https://alice.example:8443/"
 	@echo "  curl --resolve alice.example:8443:127.0.0.1 -k https://alice.example:8443/hello"
 	@echo "  curl --resolve bob.example:8443:127.0.0.1 -k https://bob.example:8443/cgi/hello.cgi"
+	@echo "  curl --resolve alice.example:8443:127.0.0.1 -k -c /tmp/jar -b /tmp/jar https://alice.example:8443/visits"
 	@echo "  openssl s_client -connect 127.0.0.1:8443 -servername bob.example"
 	$(BIN) serve --config examples/hostd.toml
 

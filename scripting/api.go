@@ -79,6 +79,9 @@ type Request interface {
 	Vars() map[string]any
 	// Logger is the tenant's error log with request attributes.
 	Logger() *slog.Logger
+	// Session returns the request's session (r.session), made on first
+	// use; it does no I/O itself (the session loads lazily).
+	Session() (Session, error)
 }
 
 // Result is what a hook run decided.

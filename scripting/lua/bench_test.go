@@ -77,6 +77,9 @@ func (h *httpReq) Body() ([]byte, error)   { return io.ReadAll(h.r.Body) }
 func (h *httpReq) Status() int             { return h.status }
 func (h *httpReq) SetStatus(code int)      { h.status = code }
 func (h *httpReq) Logger() *slog.Logger    { return h.log }
+func (h *httpReq) Session() (scripting.Session, error) {
+	return nil, scripting.ErrNoSession
+}
 func (h *httpReq) Vars() map[string]any {
 	if h.vars == nil {
 		h.vars = map[string]any{}

@@ -34,6 +34,7 @@ func (v *vm) buildRequest() {
 	})
 	v.houtUD = newObject(L, v.headersOutIndex, v.headersOutNewIndex)
 	v.varsUD = newObject(L, v.varsIndex, v.varsNewIndex)
+	v.buildSession()
 }
 
 // newObject returns a userdata whose locked metatable has the given
@@ -96,6 +97,8 @@ func (v *vm) rIndex(L *glua.LState, methods *glua.LTable) int {
 		ret = v.houtUD
 	case "vars":
 		ret = v.varsUD
+	case "session":
+		ret = v.sessUD
 	case "status":
 		ret = glua.LNumber(req.Status())
 	case "phase":

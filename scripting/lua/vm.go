@@ -36,8 +36,8 @@ type vm struct {
 	// origFormat is gopher-lua's string.format, called by the bounded one.
 	origFormat *glua.LFunction
 
-	reqUD, hinUD, houtUD, varsUD *glua.LUserData
-	fileMT                       *glua.LTable
+	reqUD, hinUD, houtUD, varsUD, sessUD *glua.LUserData
+	fileMT                               *glua.LTable
 
 	// rc is the run's context (deadline and parent), reused by every run.
 	rc runCtx

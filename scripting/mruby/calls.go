@@ -202,7 +202,9 @@ var opNames = map[int]string{
 	C.HOSTD_OP_HMAC_SHA256: "Hostd.hmac_sha256", C.HOSTD_OP_BASE64_ENCODE: "Hostd.base64_encode",
 	C.HOSTD_OP_BASE64_DECODE: "Hostd.base64_decode", C.HOSTD_OP_SHARED_GET: "Hostd.shared.get",
 	C.HOSTD_OP_SHARED_SET: "Hostd.shared.set", C.HOSTD_OP_SHARED_INCR: "Hostd.shared.incr",
-	C.HOSTD_OP_SHARED_DELETE: "Hostd.shared.delete",
+	C.HOSTD_OP_SHARED_DELETE: "Hostd.shared.delete", C.HOSTD_OP_SESSION_GET: "r.session.get",
+	C.HOSTD_OP_SESSION_SET: "r.session.set", C.HOSTD_OP_SESSION_DELETE: "r.session.delete",
+	C.HOSTD_OP_SESSION_DESTROY: "r.session.destroy", C.HOSTD_OP_SESSION_REGENERATE_ID: "r.session.regenerate_id",
 }
 
 var logLevels = map[string]slog.Level{
@@ -496,6 +498,9 @@ func (rs *runState) call(op int, a args) (any, error) {
 		}
 		rs.e.cfg.Shared.Delete(k)
 		return nil, nil
+	}
+	if v, err, ok := rs.sessionCall(op, a); ok {
+		return v, err
 	}
 	return nil, &callError{msg: fmt.Sprintf("unknown host operation %d", op)}
 }

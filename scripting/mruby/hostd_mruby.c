@@ -44,7 +44,7 @@ struct hostd_vm {
 	char *pending;        // Go output buffer not yet freed
 	struct RClass *script_class, *request_class, *hin_class, *hout_class,
 		*vars_class, *shared_class, *hostd_mod, *exit_class, *timeout_class,
-		*error_class;
+		*error_class, *session_class;
 	mrb_value req;        // the current run's request object
 	mrb_sym base_symidx;
 	mrb_sym gc_root;
@@ -423,7 +423,12 @@ dispatch(mrb_state *mrb, int op)
 	X(shared_get, HOSTD_OP_SHARED_GET)      \
 	X(shared_set, HOSTD_OP_SHARED_SET)      \
 	X(shared_incr, HOSTD_OP_SHARED_INCR)    \
-	X(shared_delete, HOSTD_OP_SHARED_DELETE)
+	X(shared_delete, HOSTD_OP_SHARED_DELETE) \
+	X(session_get, HOSTD_OP_SESSION_GET)    \
+	X(session_set, HOSTD_OP_SESSION_SET)    \
+	X(session_delete, HOSTD_OP_SESSION_DELETE) \
+	X(session_destroy, HOSTD_OP_SESSION_DESTROY) \
+	X(session_regenerate_id, HOSTD_OP_SESSION_REGENERATE_ID)
 
 #define HOSTD_DEFINE_FN(name, op) \
 	static mrb_value m_##name(mrb_state *mrb, mrb_value self) { (void)self; return dispatch(mrb, op); }
@@ -477,6 +482,7 @@ static mrb_value m_headers_in(mrb_state *mrb, mrb_value self) { (void)self; retu
 static mrb_value m_headers_out(mrb_state *mrb, mrb_value self) { (void)self; return new_of(mrb, ((hostd_vm *)mrb->ud)->hout_class); }
 static mrb_value m_vars(mrb_state *mrb, mrb_value self) { (void)self; return new_of(mrb, ((hostd_vm *)mrb->ud)->vars_class); }
 static mrb_value m_shared(mrb_state *mrb, mrb_value self) { (void)self; return new_of(mrb, ((hostd_vm *)mrb->ud)->shared_class); }
+static mrb_value m_session(mrb_state *mrb, mrb_value self) { (void)self; return new_of(mrb, ((hostd_vm *)mrb->ud)->session_class); }
 
 // Kernel-style puts/print/p (on self) log at info, like Lua's print: the
 // arguments' to_s (inspect for p) joined by spaces.
@@ -589,6 +595,7 @@ setup_body(mrb_state *mrb, void *ud)
 	mrb_define_method(mrb, c, "headers_in", m_headers_in, MRB_ARGS_NONE());
 	mrb_define_method(mrb, c, "headers_out", m_headers_out, MRB_ARGS_NONE());
 	mrb_define_method(mrb, c, "vars", m_vars, MRB_ARGS_NONE());
+	mrb_define_method(mrb, c, "session", m_session, MRB_ARGS_NONE());
 
 	c = vm->hin_class = mrb_define_class_under(mrb, h, "HeadersIn", mrb->object_class);
 	mrb_define_method(mrb, c, "[]", m_hin_get, MRB_ARGS_REQ(1));
@@ -604,6 +611,12 @@ setup_body(mrb_state *mrb, void *ud)
 	mrb_define_method(mrb, c, "set", m_shared_set, MRB_ARGS_ARG(2, 1));
 	mrb_define_method(mrb, c, "incr", m_shared_incr, MRB_ARGS_ARG(1, 3));
 	mrb_define_method(mrb, c, "delete", m_shared_delete, MRB_ARGS_REQ(1));
+	c = vm->session_class = mrb_define_class_under(mrb, h, "Session", mrb->object_class);
+	mrb_define_method(mrb, c, "get", m_session_get, MRB_ARGS_REQ(1));
+	mrb_define_method(mrb, c, "set", m_session_set, MRB_ARGS_REQ(2));
+	mrb_define_method(mrb, c, "delete", m_session_delete, MRB_ARGS_REQ(1));
+	mrb_define_method(mrb, c, "destroy", m_session_destroy, MRB_ARGS_NONE());
+	mrb_define_method(mrb, c, "regenerate_id", m_session_regenerate_id, MRB_ARGS_NONE());
 
 	// The class every run's fresh, anonymous top-level class inherits from.
 	c = vm->script_class = mrb_define_class_under(mrb, h, "Script", mrb->object_class);

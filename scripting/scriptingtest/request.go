@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hostd/hostd/scripting"
+	"github.com/hostd/hostd/scripting/session"
 )
 
 // RequestOptions describe a fake request. Zero fields get defaults: method
@@ -30,6 +31,10 @@ type RequestOptions struct {
 	ResponseLimit int
 	// Vars are the initial request variables.
 	Vars map[string]any
+	// Sessions makes r.session (nil: a private memory store); SessionID
+	// is the session cookie the client sent.
+	Sessions  *session.Manager
+	SessionID string
 }
 
 // Request is a fake scripting.Request that records what a hook does. It is
@@ -45,6 +50,7 @@ type Request struct {
 	vars       map[string]any
 	logBuf     bytes.Buffer
 	logger     *slog.Logger
+	sess       *session.Session
 
 	// Rewrites lists the arguments of successful SetPath calls.
 	Rewrites []string

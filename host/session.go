@@ -1,0 +1,171 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/hostd/hostd/scripting"
+	"github.com/hostd/hostd/scripting/session"
+	"github.com/hostd/hostd/tenant"
+)
+
+// The session life cycle of a hook request (r.session):
+//
+//   - The session is made on first use of r.session and loads from the
+//     store then (one round trip, which also slides its expiry).
+//   - A new or regenerated id is decided at once and its Set-Cookie added
+//     to the response headers, so using r.session after the first r:write
+//     of a new session is an error.
+//   - A changed session is saved once, just before the response headers
+//     are sent (first r:write, a hook's status, or the static/CGI
+//     handler), so a store failure can still answer 503; changes made
+//     after that (a content hook writing first) are saved at the end of
+//     the request, where a failure is only logged.
+//   - A hook that fails drops its session changes: nothing is saved.
+
+// newSessions builds a vhost's session manager from its [sessions] table.
+// Clients connect lazily: an unreachable store fails requests, not start-up.
+// A memory store belongs to the server, so a reload keeps its sessions.
+func newSessions(s *Server, vc *tenant.VHost) (*session.Manager, error) {
+	sc := vc.Sessions
+	var st session.Store
+	var err error
+	switch sc.Store {
+	case tenant.StoreRedis:
+		st, err = session.NewRedis(sc.URL, 0)
+	case tenant.StoreMemcached:
+		st, err = session.NewMemcached(sc.Servers, sc.Backup, 0)
+	default:
+		st = s.sessMem.get(vc.ServerName)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sessions: %w", err)
+	}
+	return session.NewManager(session.Options{
+		Store: st, Namespace: vc.ServerName, Cookie: sc.Cookie,
+		TTL: sc.TTL.Std(), MaxBytes: int(sc.MaxBytes),
+	})
+}
+
+// memoryStores are the server's memory session stores by vhost name. The
+// zero value is ready; it is safe for concurrent use.
+type memoryStores struct {
+	mu sync.Mutex
+	m  map[string]*session.Memory
+}
+
+func (ms *memoryStores) get(vhost string) *session.Memory {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if ms.m == nil {
+		ms.m = make(map[string]*session.Memory)
+	}
+	st, ok := ms.m[vhost]
+	if !ok {
+		st = session.NewMemory(0)
+		ms.m[vhost] = st
+	}
+	return st
+}
+
+// Session returns the request's session, made on first use.
+func (h *hookRequest) Session() (scripting.Session, error) {
+	m := h.v.sessions
+	if m == nil {
+		return nil, scripting.ErrNoSession
+	}
+	if h.sess == nil {
+		h.sess = m.Start(m.IDFromRequest(h.r), h.setSessionCookie)
+	}
+	if h.finished {
+		return readOnlySession{h.sess}, nil
+	}
+	return h.sess, nil
+}
+
+// setSessionCookie adds the session cookie to the response headers,
+// replacing one set earlier in the request.
+func (h *hookRequest) setSessionCookie(c *http.Cookie) error {
+	if h.wrote || h.finished {
+		return errors.New("the response headers were already sent: use r.session before the first write")
+	}
+	hdr := h.w.Header()
+	old := hdr.Values("Set-Cookie")
+	hdr.Del("Set-Cookie")
+	for _, v := range old {
+		if !strings.HasPrefix(v, c.Name+"=") {
+			hdr.Add("Set-Cookie", v)
+		}
+	}
+	hdr.Add("Set-Cookie", c.String())
+	return nil
+}
+
+// dropSession forgets the request's session changes and, while the
+// headers are not sent, the cookie of an id that was never stored.
+func (h *hookRequest) dropSession() {
+	if h.sess == nil {
+		return
+	}
+	if !h.wrote && !h.finished {
+		hdr := h.w.Header()
+		old := hdr.Values("Set-Cookie")
+		hdr.Del("Set-Cookie")
+		for _, c := range old {
+			if !strings.HasPrefix(c, h.v.sessions.CookieName()+"=") {
+				hdr.Add("Set-Cookie", c)
+			}
+		}
+	}
+	h.sess = nil
+}
+
+// saveSession writes the session back when it changed. It is not
+// cancelled with the client's connection (the store call has its own
+// timeout): a session a hook changed is saved even if the client left.
+func (h *hookRequest) saveSession() error {
+	if h.sess == nil || !h.sess.Dirty() {
+		return nil
+	}
+	return h.sess.Save(context.WithoutCancel(h.r.Context()))
+}
+
+// flushSession saves the session before the response headers go out and
+// answers 503 when it cannot; it reports whether the request may go on.
+func (v *vhost) flushSession(hr *hookRequest) bool {
+	err := hr.saveSession()
+	if err == nil {
+		return true
+	}
+	hr.Logger().Error("session not saved", "store", v.sessions.Store().String(), "err", err)
+	hr.dropSession()
+	if !hr.wrote && !hr.finished {
+		hr.wrote, hr.status = true, http.StatusServiceUnavailable
+		httpError(hr.w, http.StatusServiceUnavailable, "the session store is unavailable, try again")
+	}
+	return false
+}
+
+// endSession saves what hooks changed after the headers were sent; a
+// failure can no longer change the response and is logged.
+func (v *vhost) endSession(hr *hookRequest) {
+	if hr.sess != nil && hr.sess.Dirty() {
+		v.flushSession(hr)
+	}
+}
+
+// readOnlySession is r.session in the log phase: the response is gone, so
+// it can be read but not changed.
+type readOnlySession struct{ s *session.Session }
+
+var errSessionLogPhase = fmt.Errorf("the response was already sent (log phase): %w", scripting.ErrNoSession)
+
+func (r readOnlySession) Get(ctx context.Context, k string) (any, error) { return r.s.Get(ctx, k) }
+func (readOnlySession) Set(context.Context, string, any) error           { return errSessionLogPhase }
+func (readOnlySession) Delete(context.Context, string) error             { return errSessionLogPhase }
+func (readOnlySession) Destroy(context.Context) error                    { return errSessionLogPhase }
+func (readOnlySession) RegenerateID(context.Context) error               { return errSessionLogPhase }

@@ -1,0 +1,118 @@
+package lua
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/hostd/hostd/scripting"
+	"github.com/hostd/hostd/scripting/scriptingtest"
+	"github.com/hostd/hostd/scripting/session"
+)
+
+// sessionCookie returns the session id a response set, or "".
+func sessionCookie(t *testing.T, h http.Header) string {
+	t.Helper()
+	for _, c := range (&http.Response{Header: h}).Cookies() {
+		if c.Name == session.DefaultCookie {
+			return c.Value
+		}
+	}
+	return ""
+}
+
+func TestSessionAPI(t *testing.T) {
+	e := New(scripting.Config{})
+	defer e.Close()
+	mgr, err := session.NewManager(session.Options{Store: session.NewMemory(0), Namespace: "a.test", MaxBytes: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	run := func(id, src string) (*scriptingtest.Request, error) {
+		t.Helper()
+		p := writeHook(t, dir, "s.lua", src)
+		req := scriptingtest.NewRequest(scriptingtest.RequestOptions{Sessions: mgr, SessionID: id})
+		_, err := e.Run(context.Background(), scripting.PhaseContent, p, req)
+		if s := req.SessionState(); s != nil && err == nil {
+			if serr := s.Save(context.Background()); serr != nil {
+				t.Fatal(serr)
+			}
+		}
+		return req, err
+	}
+	req, err := run("", `r.session:set("user", "ann"); r.session:set("n", {1, 2, {x = true}})`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := sessionCookie(t, req.HeadersOut())
+	if id == "" {
+		t.Fatalf("no session cookie: %v", req.HeadersOut())
+	}
+	sc := req.HeadersOut().Get("Set-Cookie")
+	for _, want := range []string{"Secure", "HttpOnly", "SameSite=Lax", "Path=/"} {
+		if !strings.Contains(sc, want) {
+			t.Errorf("Set-Cookie %q lacks %s", sc, want)
+		}
+	}
+	req, err = run(id, `r:write(r.session:get("user"), " ", tostring(r.session:get("n")[3].x), " ", tostring(r.session:get("none")))`)
+	if err != nil || req.Response() != "ann true nil" {
+		t.Fatalf("second request: %q, %v", req.Response(), err)
+	}
+	if req.HeadersOut().Get("Set-Cookie") != "" {
+		t.Errorf("an existing session set a cookie again: %v", req.HeadersOut())
+	}
+	// Too large: an error, and the session stays as it was.
+	_, err = run(id, `r.session:set("big", string.rep("x", 300))`)
+	if !errors.Is(err, scripting.ErrSessionTooLarge) {
+		t.Fatalf("big value: %v, want ErrSessionTooLarge", err)
+	}
+	req, err = run(id, `local ok, msg = pcall(function() r.session:set("big", string.rep("x", 300)) end)
+r:write(tostring(ok), " ", r.session:get("user"), " ", tostring(r.session:get("big")))`)
+	if err != nil || req.Response() != "false ann nil" {
+		t.Fatalf("pcall big: %q, %v", req.Response(), err)
+	}
+	// regenerate_id: a new cookie, the old id is gone, the data moved.
+	req, err = run(id, `r.session:regenerate_id()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id2 := sessionCookie(t, req.HeadersOut())
+	if id2 == "" || id2 == id {
+		t.Fatalf("regenerate_id: cookie %q (old %q)", id2, id)
+	}
+	req, _ = run(id, `r:write(tostring(r.session:get("user")))`)
+	if req.Response() != "nil" {
+		t.Errorf("old id still loads: %q", req.Response())
+	}
+	req, _ = run(id2, `r:write(tostring(r.session:get("user")))`)
+	if req.Response() != "ann" {
+		t.Errorf("new id: %q", req.Response())
+	}
+	// delete and destroy.
+	req, _ = run(id2, `r.session:delete("user"); r:write(tostring(r.session:get("user")), " ", type(r.session:get("n")))`)
+	if req.Response() != "nil table" {
+		t.Errorf("delete: %q", req.Response())
+	}
+	req, err = run(id2, `r.session:destroy()`)
+	if err != nil || !strings.Contains(req.HeadersOut().Get("Set-Cookie"), "Max-Age=0") {
+		t.Fatalf("destroy: %v %v", req.HeadersOut(), err)
+	}
+	req, _ = run(id2, `r:write(tostring(r.session:get("n")))`)
+	if req.Response() != "nil" {
+		t.Errorf("after destroy: %q", req.Response())
+	}
+	// Misuse is an error with a hint.
+	for src, want := range map[string]string{
+		`r.session.get("x")`:                  "call it with ':'",
+		`r.session = 1`:                       "read-only",
+		`r.session:set("f", print)`:           "r.session:set",
+		`r:write("x"); r.session:set("a", 1)`: "already sent",
+	} {
+		if _, err := run("", src); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", src, err, want)
+		}
+	}
+}

@@ -1,0 +1,85 @@
+//go:build cgo && !nomruby
+
+package mruby
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/hostd/hostd/scripting"
+	"github.com/hostd/hostd/scripting/scriptingtest"
+	"github.com/hostd/hostd/scripting/session"
+)
+
+func TestSessionAPI(t *testing.T) {
+	e := New(scripting.Config{})
+	defer e.Close()
+	mgr, err := session.NewManager(session.Options{Store: session.NewMemory(0), Namespace: "a.test", MaxBytes: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	run := func(id, src string) (*scriptingtest.Request, error) {
+		t.Helper()
+		p := writeHook(t, dir, "s.rb", src)
+		req := scriptingtest.NewRequest(scriptingtest.RequestOptions{Sessions: mgr, SessionID: id})
+		_, err := e.Run(context.Background(), scripting.PhaseContent, p, req)
+		if s := req.SessionState(); s != nil && err == nil {
+			if serr := s.Save(context.Background()); serr != nil {
+				t.Fatal(serr)
+			}
+		}
+		return req, err
+	}
+	cookie := func(h http.Header) string {
+		for _, c := range (&http.Response{Header: h}).Cookies() {
+			if c.Name == session.DefaultCookie {
+				return c.Value
+			}
+		}
+		return ""
+	}
+	req, err := run("", `r.session.set("user", "ann"); r.session.set("n", [1, 2, {"x" => true}])`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := cookie(req.HeadersOut())
+	if id == "" {
+		t.Fatalf("no session cookie: %v", req.HeadersOut())
+	}
+	req, err = run(id, `r.write(r.session.get("user"), " ", r.session.get("n")[2]["x"], " ", r.session.get("none").inspect)`)
+	if err != nil || req.Response() != "ann true nil" {
+		t.Fatalf("second request: %q, %v", req.Response(), err)
+	}
+	if _, err = run(id, `r.session.set("big", "x" * 300)`); !errors.Is(err, scripting.ErrSessionTooLarge) {
+		t.Fatalf("big value: %v", err)
+	}
+	req, err = run(id, `r.session.regenerate_id`)
+	id2 := cookie(req.HeadersOut())
+	if err != nil || id2 == "" || id2 == id {
+		t.Fatalf("regenerate_id: %q %v", id2, err)
+	}
+	req, _ = run(id, `r.write(r.session.get("user").inspect)`)
+	if req.Response() != "nil" {
+		t.Errorf("old id still loads: %q", req.Response())
+	}
+	req, _ = run(id2, `r.session.delete("n"); r.write(r.session.get("user"), r.session.get("n").inspect)`)
+	if req.Response() != "annnil" {
+		t.Errorf("new id after delete: %q", req.Response())
+	}
+	req, err = run(id2, `r.session.destroy`)
+	if err != nil || !strings.Contains(req.HeadersOut().Get("Set-Cookie"), "Max-Age=0") {
+		t.Fatalf("destroy: %v %v", req.HeadersOut(), err)
+	}
+	req, _ = run(id2, `r.write(r.session.get("user").inspect)`)
+	if req.Response() != "nil" {
+		t.Errorf("after destroy: %q", req.Response())
+	}
+	req, _ = run("", `begin; r.session.set("big", "x" * 300); rescue => e; r.write(e.class.to_s); end`)
+	if req.Response() != "Hostd::Error" {
+		t.Errorf("rescue: %q", req.Response())
+	}
+}
