@@ -1,0 +1,9 @@
+//go:build !linux
+
+package host
+
+import "net"
+
+// clientGone is not implemented here: a queued handshake whose client
+// gave up is still performed.
+func clientGone(net.Conn) bool { return false }

@@ -1,0 +1,56 @@
+package host
+
+import (
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// vhostLimits counts each vhost's requests in progress against its
+// [limits] max_concurrent, so that one tenant's flood takes at most its
+// share of the server. Counters are kept by server name, so they survive
+// a reload that rebuilds the vhosts. It is safe for concurrent use.
+type vhostLimits struct {
+	byName sync.Map // server name -> *vhostCounter
+}
+
+type vhostCounter struct {
+	inFlight atomic.Int64
+	rejected atomic.Uint64
+	lastLog  atomic.Int64 // unix nanoseconds of the last log line
+}
+
+func (l *vhostLimits) counter(name string) *vhostCounter {
+	if c, ok := l.byName.Load(name); ok {
+		return c.(*vhostCounter)
+	}
+	c, _ := l.byName.LoadOrStore(name, new(vhostCounter))
+	return c.(*vhostCounter)
+}
+
+// serveVHost serves r with v unless v already has max_concurrent requests
+// in progress; then it answers 503 with Retry-After and logs (at most one
+// line a second per vhost).
+func (s *Server) serveVHost(w http.ResponseWriter, r *http.Request, v *vhost) {
+	max := int64(v.cfg.Limits.MaxConcurrent)
+	if max <= 0 { // -1, or a Config not made by tenant.Load
+		v.ServeHTTP(w, r)
+		return
+	}
+	c := s.limits.counter(v.cfg.ServerName)
+	if c.inFlight.Add(1) > max {
+		c.inFlight.Add(-1)
+		c.rejected.Add(1)
+		now := time.Now().UnixNano()
+		if last := c.lastLog.Load(); now-last >= int64(time.Second) && c.lastLog.CompareAndSwap(last, now) {
+			v.logger.Warn("overload: max_concurrent reached, answering 503", "max_concurrent", max,
+				"rejected_total", c.rejected.Load())
+		}
+		w.Header().Set("Retry-After", "1")
+		httpError(w, http.StatusServiceUnavailable, "this site is busy, please retry shortly")
+		return
+	}
+	defer c.inFlight.Add(-1)
+	v.ServeHTTP(w, r)
+}
