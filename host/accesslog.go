@@ -22,6 +22,9 @@ type accessLog struct {
 	w   io.Writer
 	f   *os.File // nil for stderr or off
 	off bool
+
+	path string // reopened on SIGUSR1 (admin_logs.go)
+	json bool   // one JSON object per line instead of combined (admin_logs.go)
 }
 
 func openAccessLog(path string) (*accessLog, error) {
@@ -38,7 +41,7 @@ func openAccessLog(path string) (*accessLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("access log: %w", err)
 	}
-	return &accessLog{w: f, f: f}, nil
+	return &accessLog{w: f, f: f, path: path}, nil
 }
 
 func (a *accessLog) Close() {
@@ -49,6 +52,10 @@ func (a *accessLog) Close() {
 
 func (a *accessLog) log(r *http.Request, vhost string, rec *recorder, start time.Time) {
 	if a.off {
+		return
+	}
+	if a.json {
+		a.logJSON(r, vhost, rec, start)
 		return
 	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
@@ -126,6 +133,9 @@ type recorder struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
+
+	wantTID bool // a trace is attached: record the tenant thread id (trace.go)
+	tid     int
 }
 
 func newRecorder(w http.ResponseWriter) *recorder { return &recorder{ResponseWriter: w} }

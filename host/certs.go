@@ -95,24 +95,3 @@ func writeFileAtomic(name string, data []byte, perm os.FileMode) error {
 	}
 	return nil
 }
-
-// loadTicketKey returns the session ticket key stored in file, creating
-// it (0600) when missing, so that a restart keeps resumption working.
-func loadTicketKey(file string) ([32]byte, error) {
-	var k [32]byte
-	b, err := os.ReadFile(file)
-	if err == nil && len(b) == 32 {
-		copy(k[:], b)
-		return k, nil
-	}
-	if _, err := rand.Read(k[:]); err != nil {
-		return k, fmt.Errorf("ticket key: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
-		return k, fmt.Errorf("ticket key: %w", err)
-	}
-	if err := writeFileAtomic(file, k[:], 0o600); err != nil {
-		return k, fmt.Errorf("ticket key: %w", err)
-	}
-	return k, nil
-}

@@ -61,7 +61,7 @@ func (v *vhost) runPhase(ctx context.Context, phase scripting.Phase, hr *hookReq
 // finish ends a request a hook decided with status, sending a short body
 // when the hook wrote none.
 func (v *vhost) finish(hr *hookRequest, status int) {
-	if hr.finished || hr.wrote {
+	if hr.finished || hr.wrote || !v.flushSession(hr) {
 		return
 	}
 	switch {
@@ -86,7 +86,11 @@ func (v *vhost) hookFailed(hr *hookRequest, hk *hook, err error) {
 		status, msg = http.StatusServiceUnavailable, "a hook script exceeded its time limit"
 	case errors.Is(err, scripting.ErrBodyTooLarge):
 		status, msg = http.StatusRequestEntityTooLarge, "the request body is too large"
+	case errors.Is(err, scripting.ErrSessionUnavailable):
+		status, msg = http.StatusServiceUnavailable, "the session store is unavailable, try again"
 	}
+	hr.dropSession() // a failed hook's session changes are dropped
+	v.ops.hookFailed(err)
 	hr.Logger().Error("hook failed", "phase", hk.phase.String(), "script", hk.cfg.File, "err", err)
 	if hr.finished || hr.wrote {
 		return

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/hostd/hostd/scripting"
+	"github.com/hostd/hostd/scripting/session"
 )
 
 // hookRequest is the scripting.Request a hook sees: a view of one HTTP
@@ -30,7 +31,8 @@ type hookRequest struct {
 	bodyErr     error
 	bodyRead    bool
 	vars        map[string]any
-	finished    bool // log phase: the response is gone
+	sess        *session.Session // r.session, nil until used (session.go)
+	finished    bool             // log phase: the response is gone
 	headersOut  http.Header
 }
 
@@ -124,6 +126,9 @@ func (h *hookRequest) Write(p []byte) (int, error) {
 		return 0, scripting.ErrResponseTooLarge
 	}
 	if !h.wrote {
+		if err := h.saveSession(); err != nil {
+			return 0, err
+		}
 		h.sendHeader(h.status)
 	}
 	n, err := h.w.Write(p)

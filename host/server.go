@@ -43,6 +43,14 @@ type Server struct {
 
 	stats serverStats
 
+	tickets *ticketKeys // session ticket keys in state_dir (tickets.go)
+	admit   *admission  // overload protection of the HTTPS listener (admission.go)
+	limits  vhostLimits // per-vhost max_concurrent (limits.go)
+
+	ops serverOps // reload, admin socket, metrics, trace (admin.go, reload.go)
+
+	sessMem memoryStores // memory session stores, kept across reloads (session.go)
+
 	closeOnce sync.Once
 }
 
@@ -50,6 +58,8 @@ type Server struct {
 type routes struct {
 	byName map[string]*vhost
 	all    []*vhost
+	cfg    *tenant.Config // the configuration these routes serve
+	gen    uint64         // configuration generation: 1 at start, +1 per reload
 }
 
 // lookup returns the vhost for a canonical host name: an exact name, else
@@ -97,19 +107,24 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.routes.Store(rt)
-	ticketKey, err := loadTicketKey(filepath.Join(cfg.StateDir, "ticket.key"))
-	if err != nil {
+	if err := s.initOps(cfg); err != nil {
 		s.Close()
 		return nil, err
 	}
 	s.tlsConfig = &tls.Config{
 		MinVersion:     tls.VersionTLS12,
 		GetCertificate: s.getCertificate,
-		NextProtos:     []string{"h2", "http/1.1"},
+		NextProtos:     []string{"h2", "http/1.1", acmeALPN}, // acmeALPN: TLS-ALPN-01 (acme.go)
 	}
-	s.tlsConfig.SetSessionTicketKeys([][32]byte{ticketKey})
+	s.tickets = newTicketKeys(filepath.Join(cfg.StateDir, "ticket.keys"), cfg.Server.TicketRotation.Std(), logger)
+	if err := s.tickets.apply(time.Now(), s.tlsConfig); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.admit = newAdmission(&cfg.Server, &s.stats, logger)
 
-	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelDebug)
+	s.tlsConfig.VerifyConnection = s.countHandshake
+	errLog := s.handshakeErrorLog()
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	protocols.SetHTTP2(true)
@@ -139,13 +154,13 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 }
 
 func (s *Server) buildRoutes(cfg *tenant.Config) (*routes, error) {
-	rt := &routes{byName: make(map[string]*vhost)}
-	for _, vc := range cfg.VHosts {
-		v, err := newVHost(s, vc)
-		if err != nil {
-			s.closeRoutes(rt)
-			return nil, fmt.Errorf("vhost %s: %w", vc.ServerName, err)
-		}
+	rt := &routes{byName: make(map[string]*vhost), cfg: cfg, gen: 1}
+	vs, err := s.buildVHosts(cfg.VHosts) // in parallel (reload.go)
+	if err != nil {
+		return nil, err
+	}
+	for i, vc := range cfg.VHosts {
+		v := vs[i]
 		rt.all = append(rt.all, v)
 		for _, n := range vc.Names() {
 			rt.byName[n] = v
@@ -167,7 +182,7 @@ func (s *Server) Listen() error {
 	if err != nil {
 		return fmt.Errorf("listen_https: %w", err)
 	}
-	s.httpsLn = ln
+	s.httpsLn = s.admit.wrap(ln)
 	_, s.httpsPort, _ = net.SplitHostPort(ln.Addr().String())
 	if s.httpSrv != nil {
 		ln, err := net.Listen("tcp", s.cfg.Server.ListenHTTP)
@@ -176,6 +191,13 @@ func (s *Server) Listen() error {
 			return fmt.Errorf("listen_http: %w", err)
 		}
 		s.httpLn = ln
+	}
+	if err := s.listenOps(); err != nil {
+		s.httpsLn.Close()
+		if s.httpLn != nil {
+			s.httpLn.Close()
+		}
+		return err
 	}
 	return nil
 }
@@ -201,11 +223,15 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	errc := make(chan error, 2)
 	go func() { errc <- s.httpsSrv.ServeTLS(s.httpsLn, "", "") }()
+	ticketsCtx, stopTickets := context.WithCancel(ctx)
+	defer stopTickets()
+	go s.tickets.run(ticketsCtx, s.tlsConfig)
 	n := 1
 	if s.httpLn != nil {
 		n++
 		go func() { errc <- s.httpSrv.Serve(s.httpLn) }()
 	}
+	s.startOps()
 	rt := s.routes.Load()
 	s.logger.Info("serving", "https", s.HTTPSAddr(), "http", s.HTTPAddr(), "vhosts", len(rt.all))
 
@@ -220,6 +246,15 @@ func (s *Server) Serve(ctx context.Context) error {
 	err := s.httpsSrv.Shutdown(shutdownCtx)
 	if s.httpSrv != nil {
 		err = errors.Join(err, s.httpSrv.Shutdown(shutdownCtx))
+	}
+	if err != nil {
+		// The grace period is over: cut what is left (clients that keep
+		// an idle HTTP/2 connection open after GOAWAY, stuck requests).
+		s.logger.Warn("shutdown timeout: closing the remaining connections", "timeout", s.cfg.Server.ShutdownTimeout.Std())
+		s.httpsSrv.Close()
+		if s.httpSrv != nil {
+			s.httpSrv.Close()
+		}
 	}
 	for ; n > 0; n-- {
 		if e := <-errc; !errors.Is(e, http.ErrServerClosed) && serveErr == nil {
@@ -240,6 +275,7 @@ func (s *Server) Serve(ctx context.Context) error {
 // Close releases the vhosts' resources and the access log. Serve calls it.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
+		s.closeOps()
 		if rt := s.routes.Load(); rt != nil {
 			s.closeRoutes(rt)
 		}
@@ -251,7 +287,13 @@ func (s *Server) Close() {
 }
 
 func (s *Server) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if err := s.admit.certificateHook(hello); err != nil {
+		return nil, err
+	}
 	if v := s.routes.Load().lookup(canonicalHost(hello.ServerName)); v != nil {
+		if v.cfg.TLS == "acme" {
+			return s.acmeCertificate(hello, v) // acme.go
+		}
 		return v.cert, nil
 	}
 	return s.defaultCert, nil
@@ -282,7 +324,7 @@ func (s *Server) serveHTTPS(w http.ResponseWriter, r *http.Request) {
 		httpError(rec, http.StatusNotFound, "no site is configured for this host name")
 	default:
 		name = v.cfg.ServerName
-		v.ServeHTTP(rec, r)
+		s.serveTracked(rec, r, v, start)
 	}
 	s.access.log(r, name, rec, start)
 }
@@ -290,6 +332,9 @@ func (s *Server) serveHTTPS(w http.ResponseWriter, r *http.Request) {
 // serveHTTP answers the plain listener: vhosts with allow_http are served,
 // others are redirected (308) to the same host and path over HTTPS.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.serveACMEChallenge(w, r) { // HTTP-01 (acme.go)
+		return
+	}
 	start := time.Now()
 	host := canonicalHost(r.Host)
 	v := s.routes.Load().lookup(host)
@@ -300,7 +345,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(rec, http.StatusNotFound, "no site is configured for this host name")
 	case v.cfg.AllowHTTP:
 		name = v.cfg.ServerName
-		v.ServeHTTP(rec, r)
+		s.serveTracked(rec, r, v, start)
 	default:
 		name = v.cfg.ServerName
 		target := "https://" + host

@@ -336,3 +336,56 @@ body = "gone\n"
 		t.Errorf("static after respond: %q", r.Body)
 	}
 }
+
+func TestGracefulShutdown(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		timeout, sleep string
+		wantOK         bool
+	}{
+		{"in-flight request finishes", "5s", "1", true},
+		{"stuck request is cut at the timeout", "500ms", "30", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files := twoTenants()
+			files["hostd.toml"] = strings.Replace(hosttest.MainConfig, `shutdown_timeout = "5s"`, `shutdown_timeout = "`+tc.timeout+`"`, 1)
+			files["vhosts.d/alice.toml"] += "[cgi]\nenabled = true\n"
+			files["alice/slow.cgi"] = "#!/bin/sh\nsleep " + tc.sleep + "\nprintf 'Content-Type: text/plain\\n\\ndone\\n'\n"
+			s := hosttest.Start(t, files)
+			os.Chmod(filepath.Join(s.Dir, "alice/slow.cgi"), 0o755)
+			c := s.Client("alice.example", false)
+			type result struct {
+				code int
+				body string
+				err  error
+			}
+			done := make(chan result, 1)
+			go func() {
+				resp, err := c.Get("https://alice.example/slow.cgi")
+				if err != nil {
+					done <- result{err: err}
+					return
+				}
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				done <- result{resp.StatusCode, string(b), err}
+			}()
+			time.Sleep(300 * time.Millisecond) // the request is in flight
+			start := time.Now()
+			err := s.Stop()
+			r := <-done
+			if tc.wantOK {
+				if err != nil || r.err != nil || r.code != 200 || r.body != "done\n" {
+					t.Errorf("Stop: %v; request: %d %q %v", err, r.code, r.body, r.err)
+				}
+				return
+			}
+			if err == nil || r.code == 200 {
+				t.Errorf("Stop: %v; request: %d %q %v; want a cut request and a timeout error", err, r.code, r.body, r.err)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("shutdown took %v with shutdown_timeout %s", d, tc.timeout)
+			}
+		})
+	}
+}

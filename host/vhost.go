@@ -18,6 +18,7 @@ import (
 	"github.com/hostd/hostd/scripting"
 	"github.com/hostd/hostd/scripting/lua"
 	"github.com/hostd/hostd/scripting/mruby"
+	"github.com/hostd/hostd/scripting/session"
 	"github.com/hostd/hostd/tenant"
 )
 
@@ -34,11 +35,14 @@ type vhost struct {
 	root   *os.Root
 	logger *slog.Logger // server log with the vhost name
 	errLog *slog.Logger // the tenant's error log (hooks, CGI)
-	errF   *os.File     // error_log file, when configured
+	errF   *logFile     // error_log file, when configured; reopened on SIGUSR1
+	acc    *accessLog   // the vhost's own access_log, nil when unset (admin_logs.go)
+	ops    vhostOps     // counters and drain state (metrics.go)
 
-	shared  *scripting.SharedDict
-	engines map[string]scripting.Engine // by file extension
-	hooks   [scripting.PhaseLog + 1][]hook
+	shared   *scripting.SharedDict
+	sessions *session.Manager            // r.session; nil without hooks (session.go)
+	engines  map[string]scripting.Engine // by file extension
+	hooks    [scripting.PhaseLog + 1][]hook
 
 	sb  *sandbox.Tenant // runs the request path with the tenant's identity
 	cgi *cgi.Handler    // nil unless [cgi] enabled
@@ -76,13 +80,13 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 	}
 	v.errLog = v.logger
 	if vc.ErrorLog != "" {
-		if err := os.MkdirAll(filepath.Dir(vc.ErrorLog), 0o750); err != nil {
-			return nil, fmt.Errorf("error_log: %w", err)
-		}
-		if v.errF, err = os.OpenFile(vc.ErrorLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640); err != nil {
+		if v.errF, err = openLogFile(vc.ErrorLog); err != nil {
 			return nil, fmt.Errorf("error_log: %w", err)
 		}
 		v.errLog = slog.New(slog.NewTextHandler(v.errF, nil)).With("vhost", vc.ServerName)
+	}
+	if v.acc, err = openVHostAccessLog(s, vc); err != nil {
+		return nil, err
 	}
 	mode, err := sandbox.ParseMode(vc.Mode)
 	if err != nil {
@@ -126,6 +130,9 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 	}
 	if len(vc.Hooks) > 0 {
 		v.shared = scripting.NewSharedDict(0)
+		if v.sessions, err = newSessions(s, vc); err != nil {
+			return nil, err
+		}
 		if err := v.buildHooks(); err != nil {
 			return nil, err
 		}
@@ -172,11 +179,17 @@ func (v *vhost) close() {
 	for _, e := range v.engines {
 		e.Close()
 	}
+	if v.sessions != nil {
+		v.sessions.Store().Close()
+	}
 	if v.root != nil {
 		v.root.Close()
 	}
 	if v.errF != nil {
 		v.errF.Close()
+	}
+	if v.acc != nil {
+		v.acc.Close()
 	}
 }
 
@@ -190,7 +203,7 @@ func (v *vhost) run(ctx context.Context, fn func()) error {
 // phase follows once the response is complete.
 func (v *vhost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var hr *hookRequest
-	if err := v.run(r.Context(), func() { hr = v.handle(w, r) }); err != nil {
+	if err := v.run(r.Context(), func() { traceTID(w); hr = v.handle(w, r) }); err != nil {
 		v.logger.Warn("request not served", "err", err)
 		httpError(w, http.StatusServiceUnavailable, "the site is busy, try again")
 		return
@@ -214,8 +227,12 @@ func (v *vhost) handle(w http.ResponseWriter, r *http.Request) *hookRequest {
 	hr := newHookRequest(v, w, r)
 	for _, p := range []scripting.Phase{scripting.PhaseRewrite, scripting.PhaseAccess, scripting.PhaseContent} {
 		if v.runPhase(ctx, p, hr) {
+			v.endSession(hr)
 			return hr
 		}
+	}
+	if !v.flushSession(hr) {
+		return hr
 	}
 	if hr.path != r.URL.Path || hr.query != r.URL.RawQuery {
 		r2 := new(http.Request)
@@ -254,6 +271,7 @@ func (v *vhost) serveFile(w http.ResponseWriter, r *http.Request, path string) {
 		script, err := v.cgi.Resolve(path)
 		switch {
 		case err == nil:
+			v.ops.cgiSpawns.Add(1)
 			v.cgi.ServeScript(w, r, script)
 			return
 		case errors.Is(err, cgi.ErrForbidden):

@@ -101,6 +101,40 @@ type Server struct {
 	IdleTimeout       Duration `toml:"idle_timeout"`        // default 120s
 	ShutdownTimeout   Duration `toml:"shutdown_timeout"`    // default 10s
 	MaxHeaderBytes    Size     `toml:"max_header_bytes"`    // default 64KiB
+
+	// AdminListen is the optional admin HTTP listener serving /metrics
+	// (Prometheus) and /status (HTML); "" = off. Keep it on loopback.
+	AdminListen string `toml:"admin_listen"`
+	// LogFormat is the access logs' format: "combined" (default) or "json".
+	LogFormat string `toml:"log_format"`
+	// ACMEDirectory is the ACME directory URL for vhosts with tls = "acme"
+	// (default Let's Encrypt production).
+	ACMEDirectory string `toml:"acme_directory"`
+	// ACMEEmail is the contact address of the ACME account (optional).
+	ACMEEmail string `toml:"acme_email"`
+	// ACMECARoot is a PEM file of extra roots trusted for the ACME
+	// directory's HTTPS, for a private or test CA (optional).
+	ACMECARoot string `toml:"acme_ca_root"`
+
+	// Overload protection (docs/overload.md). For the three limits, 0
+	// means the default and -1 means unlimited.
+	//
+	// MaxHandshakes bounds the full TLS handshakes in progress at once
+	// (default 4 per CPU); excess new connections are closed before the
+	// handshake.
+	MaxHandshakes int `toml:"max_handshakes"`
+	// AcceptRate bounds new full handshakes per second per CPU (default
+	// 1000); the burst is one second's worth.
+	AcceptRate int `toml:"accept_rate"`
+	// MaxConnsPerIP bounds the open connections of one client IP
+	// (default 512).
+	MaxConnsPerIP int `toml:"max_conns_per_ip"`
+	// HandshakeWait is how long a new full handshake may wait for one of
+	// the max_handshakes slots before it is shed (default 2s).
+	HandshakeWait Duration `toml:"handshake_wait"`
+	// TicketRotation is the TLS session ticket key rotation period
+	// (default 24h); the previous key still decrypts for one more period.
+	TicketRotation Duration `toml:"ticket_rotation"`
 }
 
 // Limits is a vhost's [limits] table.
@@ -120,6 +154,9 @@ type Limits struct {
 	MaxBody Size `toml:"max_body"`
 	// MaxResponse is the largest response a hook may write (default 16MiB).
 	MaxResponse Size `toml:"max_response"`
+	// MaxConcurrent bounds the vhost's requests in progress (default 256,
+	// -1 = unlimited); excess requests get 503 with Retry-After.
+	MaxConcurrent int `toml:"max_concurrent"`
 }
 
 // CGI is a vhost's [cgi] table.
@@ -190,6 +227,10 @@ type VHost struct {
 	// without both, hostd generates a self-signed certificate.
 	TLSCert string `toml:"tls_cert"`
 	TLSKey  string `toml:"tls_key"`
+	// TLS = "acme" obtains and renews the certificate from the ACME CA of
+	// server.acme_directory (TLS-ALPN-01 on listen_https, HTTP-01 on
+	// listen_http); "" uses tls_cert/tls_key or a generated one.
+	TLS string `toml:"tls"`
 	// Index files tried for a directory (default ["index.html"]).
 	Index []string `toml:"index"`
 	// AllowHTTP serves this vhost on the plain listener instead of redirecting.
@@ -201,10 +242,16 @@ type VHost struct {
 	// ErrorLog receives the tenant's hook and CGI errors (default: the
 	// server's log).
 	ErrorLog string `toml:"error_log"`
+	// AccessLog is the vhost's own access log (relative to the vhost file),
+	// in server.log_format, in addition to the server's; "" = none.
+	AccessLog string `toml:"access_log"`
 
 	Limits Limits `toml:"limits"`
 	CGI    CGI    `toml:"cgi"`
 	Hooks  []Hook `toml:"hooks"`
+	// Sessions overrides the main file's [sessions] keys it sets; after
+	// Load it is the effective session configuration.
+	Sessions Sessions `toml:"sessions"`
 	// Respond are fixed native responses, tried after the content hooks.
 	Respond []Respond `toml:"respond"`
 
@@ -240,6 +287,8 @@ type Config struct {
 	// HasServerUser).
 	ServerUID, ServerGID uint32
 	HasServerUser        bool
+	// Sessions is the main file's [sessions] table (the vhosts' default).
+	Sessions Sessions
 }
 
 // MinUID returns server.min_uid or its default.

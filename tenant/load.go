@@ -8,9 +8,11 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 )
@@ -23,7 +25,8 @@ func Modes() []string { return []string{"none", "suexec", "thread", "thread-per-
 func switching(mode string) bool { return mode != "none" }
 
 type mainFile struct {
-	Server Server `toml:"server"`
+	Server   Server   `toml:"server"`
+	Sessions Sessions `toml:"sessions"`
 }
 
 // Load reads the main file at path and every vhost file its glob names,
@@ -111,7 +114,10 @@ func suggest(key string) string {
 		"allow_http", "directory_listing", "sandbox", "error_log", "max_workers", "worker_idle",
 		"script_timeout", "script_memory", "cgi_timeout", "max_body", "max_response", "enabled",
 		"extensions", "interpreters", "phase", "file", "path", "read_header_timeout", "read_timeout",
-		"write_timeout", "idle_timeout", "shutdown_timeout", "max_header_bytes", "respond", "status", "body",
+		"write_timeout", "idle_timeout", "shutdown_timeout", "max_header_bytes",
+		"store", "url", "servers", "backup", "cookie", "ttl", "max_bytes", "admin_listen", "log_format", "access_log", "tls", "acme_directory", "acme_email", "acme_ca_root",
+		"max_handshakes", "accept_rate", "max_conns_per_ip", "ticket_rotation", "max_concurrent",
+		"handshake_wait", "respond", "status", "body",
 		"content_type"}
 	best, bestD := "", 3
 	for _, k := range known {
@@ -179,6 +185,17 @@ func (l *loader) loadMain(file string) *Config {
 			l.add(file, line("listen_http"), "listen_http %q: want host:port", s.ListenHTTP)
 		}
 	}
+	if s.AdminListen != "" {
+		if _, _, err := net.SplitHostPort(s.AdminListen); err != nil {
+			l.add(file, line("admin_listen"), "admin_listen %q: want host:port", s.AdminListen)
+		}
+	}
+	if s.ACMECARoot != "" && !filepath.IsAbs(s.ACMECARoot) {
+		s.ACMECARoot = filepath.Join(filepath.Dir(file), s.ACMECARoot)
+	}
+	if s.LogFormat != "" && s.LogFormat != "combined" && s.LogFormat != "json" {
+		l.add(file, line("log_format"), "log_format %q: want \"combined\" or \"json\"", s.LogFormat)
+	}
 	if s.StateDir == "" {
 		s.StateDir = "state"
 	}
@@ -206,6 +223,26 @@ func (l *loader) loadMain(file string) *Config {
 	if s.MaxHeaderBytes == 0 {
 		s.MaxHeaderBytes = 64 << 10
 	}
+	for _, k := range []struct {
+		key string
+		v   *int
+		def int
+	}{{"max_handshakes", &s.MaxHandshakes, 4 * runtime.GOMAXPROCS(0)}, {"accept_rate", &s.AcceptRate, 1000}, {"max_conns_per_ip", &s.MaxConnsPerIP, 512}} {
+		switch {
+		case *k.v < -1:
+			l.add(file, line(k.key), "%s must be positive, 0 (default) or -1 (unlimited)", k.key)
+		case *k.v == 0:
+			*k.v = k.def
+		}
+	}
+	if s.HandshakeWait == 0 {
+		s.HandshakeWait = Duration(2 * time.Second)
+	}
+	if s.TicketRotation == 0 {
+		s.TicketRotation = Duration(24 * time.Hour)
+	} else if s.TicketRotation.Std() < time.Second {
+		l.add(file, line("ticket_rotation"), "ticket_rotation must be at least 1s (e.g. \"24h\")")
+	}
 	if s.MinUID != nil && *s.MinUID < 1 {
 		l.add(file, line("min_uid"), "min_uid must be at least 1")
 	}
@@ -224,6 +261,9 @@ func (l *loader) loadMain(file string) *Config {
 			cfg.ServerUID, cfg.ServerGID, cfg.HasServerUser = uid, gid, true
 		}
 	}
+	l.checkSessions(file, loc, &m.Sessions)
+	cfg.Sessions = m.Sessions
+	l.effectiveSessions(cfg, file, &Sessions{})
 	return cfg
 }
 
@@ -262,6 +302,11 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 		}
 	}
 
+	if v.TLS != "" && v.TLS != "acme" {
+		l.add(file, line("tls"), "tls %q: want \"acme\" (or leave it out)", v.TLS)
+	} else if v.TLS == "acme" && v.TLSCert != "" {
+		l.add(file, line("tls"), "tls = \"acme\" obtains the certificate: remove tls_cert and tls_key")
+	}
 	if (v.TLSCert == "") != (v.TLSKey == "") {
 		l.add(file, max(line("tls_cert"), line("tls_key")), "tls_cert and tls_key go together: set both, or neither for a generated certificate")
 	} else if v.TLSCert != "" {
@@ -308,6 +353,9 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 	if v.ErrorLog != "" {
 		v.ErrorLog = rel(dir, v.ErrorLog)
 	}
+	if v.AccessLog != "" && v.AccessLog != "-" {
+		v.AccessLog = rel(dir, v.AccessLog)
+	}
 
 	lim := &v.Limits
 	if lim.MaxWorkers < 0 {
@@ -315,6 +363,11 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 	}
 	if lim.MaxWorkers == 0 {
 		lim.MaxWorkers = 64
+	}
+	if lim.MaxConcurrent < -1 {
+		l.add(file, loc.line("limits", -1, "max_concurrent"), "max_concurrent must be positive, 0 (default 256) or -1 (unlimited)")
+	} else if lim.MaxConcurrent == 0 {
+		lim.MaxConcurrent = 256
 	}
 	if lim.WorkerIdle == 0 {
 		lim.WorkerIdle = Duration(30e9)
@@ -399,6 +452,8 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 			rs.ContentType = "text/plain; charset=utf-8"
 		}
 	}
+	l.checkSessions(file, loc, &v.Sessions)
+	v.Sessions = l.effectiveSessions(cfg, file, &v.Sessions)
 	if len(l.errs) > n {
 		return nil
 	}

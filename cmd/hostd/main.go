@@ -32,6 +32,10 @@ commands:
   serve   --config FILE   serve the configuration
   check   --config FILE   validate the configuration and print one line per vhost
   bench   [flags]         compare sandbox modes and handlers (hostd bench -h)
+  status  --config FILE   per-vhost counters of the running server (admin socket)
+  reload  --config FILE   make the running server re-read its configuration (or send SIGHUP)
+  trace   --config FILE [--vhost NAME]   one live line per request
+  gen-vhosts --out DIR --count N   write a configuration with N vhosts (scale tests)
   version                 print the version
 `
 
@@ -50,6 +54,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdServe(args, stderr)
 	case "check":
 		return cmdCheck(args, stdout, stderr)
+	case "status":
+		return cmdStatus(args, stdout, stderr)
+	case "reload":
+		return cmdReload(args, stdout, stderr)
+	case "trace":
+		return cmdTrace(args, stdout, stderr)
+	case "gen-vhosts":
+		return cmdGenVHosts(args, stdout, stderr)
 	case "bench":
 		return cmdBench(args, stdout, stderr)
 	case "version", "--version", "-v":
@@ -199,6 +211,7 @@ func cmdServe(args []string, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	go handleSignals(ctx, srv, logger) // HUP: reload, USR1: reopen logs
 	if err := srv.Serve(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		logger.Error("serve", "err", err)
 		return 1

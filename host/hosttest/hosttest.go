@@ -63,6 +63,9 @@ type Server struct {
 	Logs   *LogBuffer
 	cancel context.CancelFunc
 	done   chan error
+
+	mu      sync.Mutex
+	clients []*http.Client // closed before the server stops
 }
 
 // Start writes files into a new temp dir (adding MainConfig as hostd.toml
@@ -108,6 +111,13 @@ func StartDir(t testing.TB, dir string) *Server {
 
 // Stop shuts the server down and returns Serve's error. It is idempotent.
 func (s *Server) Stop() error {
+	// Drop the test's idle keep-alive connections first, as a browser
+	// does on GOAWAY, so shutdown measures the server, not the client.
+	s.mu.Lock()
+	for _, c := range s.clients {
+		c.CloseIdleConnections()
+	}
+	s.mu.Unlock()
 	s.cancel()
 	select {
 	case err, ok := <-s.done:
@@ -136,7 +146,11 @@ func TLSConfig(sni string) *tls.Config {
 // server's HTTPS address with SNI sni, whatever the URL's host says, and
 // does not follow redirects. h2 selects HTTP/2.
 func (s *Server) Client(sni string, h2 bool) *http.Client {
-	return ClientTo(s.HTTPSAddr(), TLSConfig(sni), h2)
+	c := ClientTo(s.HTTPSAddr(), TLSConfig(sni), h2)
+	s.mu.Lock()
+	s.clients = append(s.clients, c)
+	s.mu.Unlock()
+	return c
 }
 
 // ClientTo is Client for any address and TLS config.

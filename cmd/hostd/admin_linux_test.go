@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// servingBinary builds hostd, writes a two-file configuration into dir
+// and runs `hostd serve` until the test ends. It returns the binary, the
+// main file, the HTTPS address and the server's pid.
+func servingBinary(t *testing.T, dir string) (bin, config, addr string, pid int) {
+	t.Helper()
+	bin = filepath.Join(dir, "hostd")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	for name, body := range map[string]string{
+		"hostd.toml":          "[server]\nlisten_https = \"127.0.0.1:0\"\naccess_log = \"logs/access.log\"\n",
+		"vhosts.d/alice.toml": "server_name = \"alice.example\"\nroot = \"../pub\"\n",
+		"pub/index.html":      "hello\n",
+	} {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config = filepath.Join(dir, "hostd.toml")
+	cmd := exec.Command(bin, "serve", "--config", config)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
+	addrc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if l := sc.Text(); strings.Contains(l, "msg=serving") {
+				for _, f := range strings.Fields(l) {
+					if a, ok := strings.CutPrefix(f, "https="); ok {
+						addrc <- a
+					}
+				}
+			}
+		}
+		close(addrc)
+	}()
+	select {
+	case addr = <-addrc:
+		if addr == "" {
+			t.Fatal("hostd serve exited before serving")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("hostd serve did not start")
+	}
+	return bin, config, addr, cmd.Process.Pid
+}
+
+func httpsGet(t *testing.T, addr, sni, path string) int {
+	t.Helper()
+	c := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		},
+		TLSClientConfig: &tls.Config{ServerName: sni, InsecureSkipVerify: true},
+	}, Timeout: 10 * time.Second}
+	resp, err := c.Get("https://" + sni + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestAdminCommands drives a real `hostd serve` with `hostd status`,
+// `hostd reload`, `hostd trace`, SIGHUP and SIGUSR1.
+func TestAdminCommands(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (CI runs as root)")
+	}
+	dir := t.TempDir()
+	bin, config, addr, pid := servingBinary(t, dir)
+	hostd := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		cmd := exec.Command(bin, args...)
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, out.String(), errb.String()
+	}
+	if code := httpsGet(t, addr, "alice.example", "/"); code != 200 {
+		t.Fatalf("alice: %d", code)
+	}
+
+	// trace: a live line for the next request.
+	tr := exec.Command(bin, "trace", "--config", config, "--vhost", "alice.example")
+	trOut, _ := tr.StdoutPipe()
+	if err := tr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { tr.Process.Signal(syscall.SIGINT); tr.Wait() }()
+	sc := bufio.NewScanner(trOut)
+	if !sc.Scan() || !strings.HasPrefix(sc.Text(), "# tracing") {
+		t.Fatalf("trace header %q", sc.Text())
+	}
+	httpsGet(t, addr, "alice.example", "/index.html")
+	if !sc.Scan() || !strings.Contains(sc.Text(), " alice.example uid=0 tid=") || !strings.Contains(sc.Text(), " GET /index.html 200 6B ") {
+		t.Errorf("trace line %q", sc.Text())
+	}
+
+	// status
+	code, out, errOut := hostd("status", "--config", config)
+	if code != 0 || !strings.Contains(out, "generation 1") || !strings.Contains(out, "alice.example") {
+		t.Errorf("status: %d\n%s%s", code, out, errOut)
+	}
+
+	// reload with a broken file: refused with file:line, old config serves.
+	bob := filepath.Join(dir, "vhosts.d", "bob.toml")
+	os.WriteFile(bob, []byte("server_name = \"bob.example\"\nroot = \"../pub\"\nsandbx = \"none\"\n"), 0o644)
+	code, _, errOut = hostd("reload", "--config", config)
+	if code != 1 || !strings.Contains(errOut, bob+":3: unknown key \"sandbx\"") {
+		t.Errorf("reload of a broken file: exit %d, stderr:\n%s", code, errOut)
+	}
+	if code := httpsGet(t, addr, "alice.example", "/"); code != 200 {
+		t.Errorf("alice after a refused reload: %d", code)
+	}
+
+	// fixed, reloaded by SIGHUP: bob is served.
+	os.WriteFile(bob, []byte("server_name = \"bob.example\"\nroot = \"../pub\"\n"), 0o644)
+	syscall.Kill(pid, syscall.SIGHUP)
+	waitFor(t, "bob served after SIGHUP", func() bool { return httpsGet(t, addr, "bob.example", "/") == 200 })
+	code, out, _ = hostd("reload", "--config", config)
+	if code != 0 || !strings.Contains(out, "generation 3, 2 kept") {
+		t.Errorf("reload: %d %q", code, out)
+	}
+
+	// SIGUSR1 reopens the access log after logrotate moved it.
+	logs := filepath.Join(dir, "logs")
+	if err := os.Rename(filepath.Join(logs, "access.log"), filepath.Join(logs, "access.log.1")); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(pid, syscall.SIGUSR1)
+	waitFor(t, "access.log reopened", func() bool {
+		_, err := os.Stat(filepath.Join(logs, "access.log"))
+		return err == nil
+	})
+	httpsGet(t, addr, "alice.example", "/after-rotate")
+	waitFor(t, "the new access.log gets the next request", func() bool {
+		b, _ := os.ReadFile(filepath.Join(logs, "access.log"))
+		return strings.Contains(string(b), "/after-rotate")
+	})
+	if b, _ := os.ReadFile(filepath.Join(logs, "access.log.1")); strings.Contains(string(b), "/after-rotate") {
+		t.Error("the rotated file still receives lines")
+	}
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting: %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
