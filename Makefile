@@ -38,6 +38,9 @@ vet: $(BUILD_DEPS)
 
 test: deps $(BUILD_DEPS) vet
 	$(GO) test -race -count=1 -timeout 20m ./...
+	@# the pure-Go build (no libmruby): builds, and its mruby stub says so
+	CGO_ENABLED=0 $(GO) build -tags nomruby -o /dev/null ./cmd/hostd
+	CGO_ENABLED=0 $(GO) test -tags nomruby -count=1 ./scripting/mruby ./tenant
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
