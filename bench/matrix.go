@@ -1,0 +1,179 @@
+package bench
+
+import (
+	"path"
+	"strings"
+	"time"
+
+	"github.com/hostd/hostd/bench/load"
+)
+
+// Handler is one request handler of the matrix.
+type Handler struct {
+	// Name is the matrix name: static, native, lua, mruby, cgi, php.
+	Name string
+	// Path is requested on every tenant.
+	Path string
+	// BodyLen is the wanted body length (-1: any).
+	BodyLen int
+	// CGI is true for handlers served by a CGI child (the only ones
+	// suexec mode changes).
+	CGI bool
+	// Hello marks the handlers whose response must be byte-identical.
+	Hello bool
+	// Desc is shown in reports.
+	Desc string
+	// MaxConns caps the closed loop's connections and MinDuration raises
+	// its duration for a slow handler, so enough responses complete
+	// within the measured time.
+	MaxConns    int
+	MinDuration time.Duration
+}
+
+// Hello is the body of every hello handler.
+const Hello = "Hello, world!\n"
+
+// Handlers are the handlers in report order.
+var Handlers = []Handler{
+	{Name: "static", Path: "/1k.txt", BodyLen: 1024, Desc: "static file, 1 KiB"},
+	{Name: "native", Path: "/native", BodyLen: len(Hello), Hello: true, Desc: "native Go hello ([[respond]])"},
+	{Name: "lua", Path: "/lua", BodyLen: len(Hello), Hello: true, Desc: "Lua content hook hello"},
+	{Name: "mruby", Path: "/mruby", BodyLen: len(Hello), Hello: true, Desc: "mruby content hook hello"},
+	{Name: "cgi", Path: "/cgi/hello.cgi", BodyLen: len(Hello), CGI: true, Hello: true, Desc: "CGI /bin/sh hello"},
+	{Name: "php", Path: "/cgi/info.php", BodyLen: -1, CGI: true, Desc: "CGI php-cgi phpinfo(INFO_GENERAL) page",
+		MaxConns: 8, MinDuration: 1500 * time.Millisecond},
+}
+
+// Modes are the sandbox modes in report order.
+var Modes = []string{"none", "suexec", "thread", "thread-per-request", "inline"}
+
+func handlerByName(name string) (Handler, bool) {
+	for _, h := range Handlers {
+		if h.Name == name {
+			return h, true
+		}
+	}
+	return Handler{}, false
+}
+
+// inMatrix reports whether mode applies to handler: suexec changes only
+// CGI children (static files and hooks run as the server, as in none).
+func inMatrix(h Handler, mode string) bool {
+	return mode != "suexec" || h.CGI
+}
+
+// selector matches cell names against --cells patterns.
+type selector []string
+
+func newSelector(spec string) selector {
+	var s selector
+	for _, p := range strings.Split(spec, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			s = append(s, p)
+		}
+	}
+	return s
+}
+
+// match reports whether name ("lua/thread/https", "sweep/lua/thread")
+// is selected: a pattern is a path.Match glob over the whole name or
+// over its leading segments ("lua", "*/inline", "sweep").
+func (s selector) match(name string) bool {
+	if len(s) == 0 {
+		return true
+	}
+	segs := strings.Split(name, "/")
+	for _, p := range s {
+		n := strings.Count(p, "/") + 1
+		if n > len(segs) {
+			continue
+		}
+		if ok, _ := path.Match(p, strings.Join(segs[:n], "/")); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// closedName is a closed-loop cell's name.
+func closedName(h, mode string, tr load.Transport) string { return h + "/" + mode + "/" + string(tr) }
+
+// sweepName is a rate sweep's name.
+func sweepName(h, mode string) string { return "sweep/" + h + "/" + mode }
+
+// plannedCell is one cell to run.
+type plannedCell struct {
+	handler   Handler
+	mode      string
+	transport load.Transport
+	sweep     bool
+}
+
+func (p plannedCell) name() string {
+	if p.sweep {
+		return sweepName(p.handler.Name, p.mode)
+	}
+	return closedName(p.handler.Name, p.mode, p.transport)
+}
+
+// plan lists the cells of a run in order: the closed-loop grid, then the
+// sweeps.
+func plan(quick bool, sel selector) []plannedCell {
+	var cells []plannedCell
+	add := func(c plannedCell) {
+		if sel.match(c.name()) {
+			cells = append(cells, c)
+		}
+	}
+	for _, tr := range load.Transports {
+		for _, h := range Handlers {
+			for _, m := range Modes {
+				if !inMatrix(h, m) {
+					continue
+				}
+				if quick && tr != load.HTTPS && !quickExtra(h, m) {
+					continue
+				}
+				add(plannedCell{handler: h, mode: m, transport: tr})
+			}
+		}
+	}
+	for _, s := range sweeps(quick) {
+		add(s)
+	}
+	return cells
+}
+
+// quickExtra are the cells --quick runs on the transports other than
+// HTTPS keep-alive: native hello unsandboxed and in a thread, and the
+// shell CGI with and without suexec.
+func quickExtra(h Handler, mode string) bool {
+	switch h.Name {
+	case "native":
+		return mode == "none" || mode == "thread"
+	case "cgi":
+		return mode == "none" || mode == "suexec"
+	}
+	return false
+}
+
+// sweeps are the open-loop rate sweeps: the paper's figure had the
+// in-process handler (DSO) and CGI, each with and without access control.
+func sweeps(quick bool) []plannedCell {
+	lua, _ := handlerByName("lua")
+	cgi, _ := handlerByName("cgi")
+	var s []plannedCell
+	luaModes := []string{"none", "thread", "thread-per-request", "inline"}
+	if quick {
+		luaModes = []string{"none", "thread", "inline"}
+	}
+	for _, m := range luaModes {
+		s = append(s, plannedCell{handler: lua, mode: m, transport: load.HTTPS, sweep: true})
+	}
+	if !quick {
+		for _, m := range []string{"none", "suexec", "thread"} {
+			s = append(s, plannedCell{handler: cgi, mode: m, transport: load.HTTPS, sweep: true})
+		}
+	}
+	return s
+}

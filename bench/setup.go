@@ -1,0 +1,144 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// FirstUID is the uid of the first bench tenant; tenant i has FirstUID+i.
+// Numeric uids need no passwd entry (their gid is the same number).
+const FirstUID = 32001
+
+// The hello hooks, the same as examples/hooks/{lua,ruby}/hello.*: they
+// must produce exactly the native handler's response.
+const (
+	luaHello = `-- hello.lua: the bench's Lua hello (same as examples/hooks/lua/hello.lua).
+r.headers_out["Content-Type"] = "text/plain"
+r:write("Hello, world!\n")
+`
+	rubyHello = `# hello.rb: the bench's mruby hello (same as examples/hooks/ruby/hello.rb).
+r.headers_out["Content-Type"] = "text/plain"
+r.write("Hello, world!\n")
+`
+	// Content-Length keeps hostd from chunking the body, so the response
+	// is the same size as the native one.
+	shHello = "#!/bin/sh\nprintf 'Content-Type: text/plain\\nContent-Length: 14\\n\\nHello, world!\\n'\n"
+	phpInfo = "<?php phpinfo(INFO_GENERAL);\n"
+)
+
+// site is the throwaway setup: tenants, hooks and one configuration
+// directory per sandbox mode, all under dir.
+type site struct {
+	dir     string
+	tenants int
+	root    bool   // running as root: tenants get their uids
+	phpCGI  string // php-cgi path, "" when not installed
+	mruby   bool   // the mruby hook is configured
+}
+
+func (s *site) tenantName(i int) string { return "t" + strconv.Itoa(i+1) + ".bench" }
+
+// writeTenants writes the document roots and hooks, owned by the tenants
+// when running as root.
+func (s *site) writeTenants() error {
+	if err := os.Chmod(s.dir, 0o755); err != nil { // MkdirTemp makes 0700; tenants traverse it
+		return err
+	}
+	files := map[string]string{
+		"hooks/hello.lua": luaHello,
+		"hooks/hello.rb":  rubyHello,
+	}
+	for name, body := range files {
+		if err := writeFile(filepath.Join(s.dir, name), body, 0o644); err != nil {
+			return err
+		}
+	}
+	kib := strings.Repeat("0123456789abcdef", 64)
+	for i := range s.tenants {
+		pub := filepath.Join(s.dir, "tenants", s.tenantName(i), "public")
+		tf := []struct {
+			name, body string
+			mode       os.FileMode
+		}{
+			{"1k.txt", kib, 0o644},
+			{"cgi/hello.cgi", shHello, 0o755},
+			{"cgi/info.php", phpInfo, 0o644},
+		}
+		for _, f := range tf {
+			if err := writeFile(filepath.Join(pub, f.name), f.body, f.mode); err != nil {
+				return err
+			}
+		}
+		if s.root {
+			uid := FirstUID + i
+			err := filepath.Walk(filepath.Join(s.dir, "tenants", s.tenantName(i)), func(p string, _ os.FileInfo, err error) error {
+				if err != nil {
+					return err
+				}
+				return os.Lchown(p, uid, uid)
+			})
+			if err != nil {
+				return fmt.Errorf("chown tenant: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+func writeFile(p, body string, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(p, []byte(body), mode); err != nil {
+		return err
+	}
+	return os.Chmod(p, mode) // not subject to the umask
+}
+
+// writeConfig writes the configuration of one sandbox mode and returns
+// its main file.
+func (s *site) writeConfig(mode string) (string, error) {
+	cdir := filepath.Join(s.dir, "conf", mode)
+	main := fmt.Sprintf(`# hostd bench: sandbox %s
+[server]
+listen_https = "127.0.0.1:0"
+listen_http = "127.0.0.1:0"
+state_dir = %q
+vhosts = "vhosts.d/*.toml"
+default_sandbox = "none"
+access_log = ""
+# Overload protection off: the bench measures what a mode can do, and the
+# new-connection transports would otherwise meet accept_rate (1000 full
+# handshakes/s per CPU) and max_handshakes (4 per CPU) first.
+accept_rate = -1
+max_handshakes = -1
+`, mode, filepath.Join(s.dir, "state"))
+	if err := writeFile(filepath.Join(cdir, "hostd.toml"), main, 0o644); err != nil {
+		return "", err
+	}
+	for i := range s.tenants {
+		var b strings.Builder
+		fmt.Fprintf(&b, "server_name = %q\n", s.tenantName(i))
+		fmt.Fprintf(&b, "root = %q\n", filepath.Join(s.dir, "tenants", s.tenantName(i), "public"))
+		if s.root {
+			fmt.Fprintf(&b, "user = \"%d\"\n", FirstUID+i)
+		}
+		fmt.Fprintf(&b, "sandbox = %q\nallow_http = true\n", mode)
+		b.WriteString("\n[cgi]\nenabled = true\nextensions = [\".cgi\"]\n")
+		if s.phpCGI != "" {
+			fmt.Fprintf(&b, "interpreters = { \".php\" = %q }\n", s.phpCGI)
+		}
+		fmt.Fprintf(&b, "\n[[hooks]]\nphase = \"content\"\nfile = %q\npath = \"/lua\"\n", filepath.Join(s.dir, "hooks/hello.lua"))
+		if s.mruby {
+			fmt.Fprintf(&b, "\n[[hooks]]\nphase = \"content\"\nfile = %q\npath = \"/mruby\"\n", filepath.Join(s.dir, "hooks/hello.rb"))
+		}
+		fmt.Fprintf(&b, "\n[[respond]]\npath = \"/native\"\nbody = %q\ncontent_type = \"text/plain\"\n", Hello)
+		if err := writeFile(filepath.Join(cdir, "vhosts.d", s.tenantName(i)+".toml"), b.String(), 0o644); err != nil {
+			return "", err
+		}
+	}
+	return filepath.Join(cdir, "hostd.toml"), nil
+}
