@@ -1,6 +1,8 @@
 package host_test
 
 import (
+	"bufio"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -259,5 +261,55 @@ func TestTenantStress(t *testing.T) {
 				time.Sleep(50 * time.Millisecond)
 			}
 		})
+	}
+}
+
+// TestInlineSharedConnection: in inline mode the thread serving an
+// HTTP/1.1 keep-alive connection is switched for each request and back
+// after it, so a connection whose requests name two tenants (no SNI: the
+// Host header decides) serves each with its own identity, and no thread
+// keeps a tenant's uid between requests.
+func TestInlineSharedConnection(t *testing.T) {
+	requireRoot(t)
+	s := isolationSite(t, "inline")
+	conn, err := tls.Dial("tcp", s.HTTPSAddr(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	get := func(host, path string) (int, string) {
+		t.Helper()
+		fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, host)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(b)
+	}
+	for i := 0; i < 3; i++ {
+		if code, body := get("alice.example", "/whoami.txt"); code != 200 || body != "alice\n" {
+			t.Fatalf("alice request %d: %d %q", i, code, body)
+		}
+		if n := tenantThreads(t, aliceUID); n != 0 {
+			t.Errorf("between requests: %d threads with alice's uid", n)
+		}
+	}
+	for _, tc := range []struct{ host, body string }{{"bob.example", "bob\n"}, {"alice.example", "alice\n"}, {"bob.example", "bob\n"}} {
+		if code, body := get(tc.host, "/whoami.txt"); code != 200 || body != tc.body {
+			t.Errorf("%s on a shared connection: %d %q", tc.host, code, body)
+		}
+		if code, body := get(tc.host, "/hardlink.txt"); tc.host == "alice.example" && (code == 200 || strings.Contains(body, "bob")) {
+			t.Errorf("alice reached bob's secret on a shared connection: %d %q", code, body)
+		}
+	}
+	conn.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for tenantThreads(t, aliceUID)+tenantThreads(t, bobUID) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("threads with tenant uids after close: alice %d, bob %d", tenantThreads(t, aliceUID), tenantThreads(t, bobUID))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

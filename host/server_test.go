@@ -353,7 +353,8 @@ func TestGracefulShutdown(t *testing.T) {
 			files["alice/slow.cgi"] = "#!/bin/sh\nsleep " + tc.sleep + "\nprintf 'Content-Type: text/plain\\n\\ndone\\n'\n"
 			s := hosttest.Start(t, files)
 			os.Chmod(filepath.Join(s.Dir, "alice/slow.cgi"), 0o755)
-			c := s.Client("alice.example", false)
+			// Not s.Client: Stop must not close this client's connection.
+			c := hosttest.ClientTo(s.HTTPSAddr(), hosttest.TLSConfig("alice.example"), false)
 			type result struct {
 				code int
 				body string

@@ -64,8 +64,8 @@ type Server struct {
 	cancel context.CancelFunc
 	done   chan error
 
-	mu      sync.Mutex
-	clients []*http.Client // closed before the server stops
+	mu    sync.Mutex
+	conns []net.Conn // the test clients' connections, closed before the server stops
 }
 
 // Start writes files into a new temp dir (adding MainConfig as hostd.toml
@@ -111,12 +111,14 @@ func StartDir(t testing.TB, dir string) *Server {
 
 // Stop shuts the server down and returns Serve's error. It is idempotent.
 func (s *Server) Stop() error {
-	// Drop the test's idle keep-alive connections first, as a browser
-	// does on GOAWAY, so shutdown measures the server, not the client.
+	// Drop the test clients' connections first, as a browser does on
+	// GOAWAY, so shutdown measures the server, not the client. Requests
+	// still in flight were the test's to wait for.
 	s.mu.Lock()
-	for _, c := range s.clients {
-		c.CloseIdleConnections()
+	for _, c := range s.conns {
+		c.Close()
 	}
+	s.conns = nil
 	s.mu.Unlock()
 	s.cancel()
 	select {
@@ -147,9 +149,17 @@ func TLSConfig(sni string) *tls.Config {
 // does not follow redirects. h2 selects HTTP/2.
 func (s *Server) Client(sni string, h2 bool) *http.Client {
 	c := ClientTo(s.HTTPSAddr(), TLSConfig(sni), h2)
-	s.mu.Lock()
-	s.clients = append(s.clients, c)
-	s.mu.Unlock()
+	tr := c.Transport.(*http.Transport)
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err == nil {
+			s.mu.Lock()
+			s.conns = append(s.conns, conn)
+			s.mu.Unlock()
+		}
+		return conn, err
+	}
 	return c
 }
 
