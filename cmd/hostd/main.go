@@ -1,4 +1,3 @@
-// Command hostd is a multi-tenant HTTPS web host. See README.md.
 package main
 
 import (
