@@ -18,7 +18,7 @@ func TestBenchFlags(t *testing.T) {
 		{[]string{"--rates", "100,x"}, `--rates: "x"`},
 		{[]string{"--rates", "-5"}, "not a positive number"},
 		{[]string{"extra"}, "unexpected argument"},
-		{[]string{"--scalability"}, "see bench/scalability"},
+		{[]string{"--scalability", "--clients", "10,x"}, `--clients: "x"`},
 		{[]string{"--no-such-flag"}, "flag provided but not defined"},
 	} {
 		var out, errb bytes.Buffer
