@@ -290,7 +290,7 @@ func (v *vm) headersOutIndex(L *glua.LState) int {
 func (v *vm) headersOutNewIndex(L *glua.LState) int {
 	req := v.request(L)
 	name := L.CheckString(2)
-	if !validHeaderName(name) {
+	if !scripting.ValidHeaderName(name) {
 		L.ArgError(2, "invalid header name")
 	}
 	h := req.HeadersOut()
@@ -299,7 +299,7 @@ func (v *vm) headersOutNewIndex(L *glua.LState) int {
 		h.Del(name)
 	case glua.LString, glua.LNumber:
 		s := val.String()
-		if !validHeaderValue(s) {
+		if !scripting.ValidHeaderValue(s) {
 			L.ArgError(3, "invalid header value")
 		}
 		h.Set(name, s)
@@ -307,7 +307,7 @@ func (v *vm) headersOutNewIndex(L *glua.LState) int {
 		h.Del(name)
 		for i := 1; i <= val.Len(); i++ {
 			s, ok := val.RawGetInt(i).(glua.LString)
-			if !ok || !validHeaderValue(string(s)) {
+			if !ok || !scripting.ValidHeaderValue(string(s)) {
 				L.ArgError(3, "invalid header value in list")
 			}
 			h.Add(name, string(s))
@@ -316,28 +316,6 @@ func (v *vm) headersOutNewIndex(L *glua.LState) int {
 		L.ArgError(3, "header value must be a string, a number, a list of strings or nil")
 	}
 	return 0
-}
-
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func validHeaderValue(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < ' ' && c != '\t' || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 func (v *vm) varsIndex(L *glua.LState) int {

@@ -546,7 +546,7 @@ func setHeader(h http.Header, a args) error {
 	if err != nil {
 		return err
 	}
-	if !validHeaderName(name) {
+	if !scripting.ValidHeaderName(name) {
 		return argErr("r.headers_out[]=: invalid header name %q", name)
 	}
 	var val any
@@ -558,7 +558,7 @@ func setHeader(h http.Header, a args) error {
 		h.Del(name)
 	case string, int64, float64:
 		s := fmt.Sprint(x)
-		if !validHeaderValue(s) {
+		if !scripting.ValidHeaderValue(s) {
 			return argErr("r.headers_out[]=: invalid header value")
 		}
 		h.Set(name, s)
@@ -566,7 +566,7 @@ func setHeader(h http.Header, a args) error {
 		h.Del(name)
 		for _, e := range x {
 			s, ok := e.(string)
-			if !ok || !validHeaderValue(s) {
+			if !ok || !scripting.ValidHeaderValue(s) {
 				return argErr("r.headers_out[]=: invalid header value in list")
 			}
 			h.Add(name, s)
@@ -575,26 +575,4 @@ func setHeader(h http.Header, a args) error {
 		return argErr("r.headers_out[]=: value must be a String, a number, an Array of Strings or nil")
 	}
 	return nil
-}
-
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func validHeaderValue(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < ' ' && c != '\t' || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }
