@@ -46,7 +46,7 @@ func TestBenchCommand(t *testing.T) {
 	out := filepath.Join(dir, "out")
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"bench", "--quick", "--hostd", bin, "--cells", "native/none/https,sweep/lua/none",
-		"--duration", "200ms", "--rates", "100,200", "--sweep-duration", "200ms", "--out", out}, &stdout, &stderr)
+		"--duration", "1s", "--warmup", "300ms", "--rates", "100,200", "--sweep-duration", "300ms", "--out", out}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
