@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/hostd/hostd/scripting"
 	"github.com/hostd/hostd/tenant"
@@ -18,7 +19,7 @@ func Check(cfg *tenant.Config) error {
 		v := &vhost{cfg: vc, engines: make(map[string]scripting.Engine), errLog: slog.New(slog.DiscardHandler)}
 		for _, h := range vc.Hooks {
 			where := fmt.Sprintf("(hook of %s:%d)", vc.File, h.Line())
-			eng, err := v.engine(extOf(h.File))
+			eng, err := v.engine(filepath.Ext(h.File))
 			if err != nil {
 				errs = append(errs, &tenant.Error{File: vc.File, Line: h.Line(), Msg: err.Error()})
 				continue

@@ -24,7 +24,7 @@ func (v *vhost) buildHooks() error {
 		if err != nil {
 			return err
 		}
-		eng, err := v.engine(extOf(hc.File))
+		eng, err := v.engine(filepath.Ext(hc.File))
 		if err != nil {
 			return err
 		}
@@ -128,5 +128,3 @@ func (v *vhost) runLogPhase(hr *hookRequest, status int) {
 		run()
 	}
 }
-
-func extOf(file string) string { return filepath.Ext(file) }

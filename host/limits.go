@@ -38,7 +38,7 @@ func (s *Server) serveVHost(w http.ResponseWriter, r *http.Request, v *vhost) {
 		v.ServeHTTP(w, r)
 		return
 	}
-	c := s.limits.counter(v.cfg.ServerName)
+	c := v.limit
 	if c.inFlight.Add(1) > max {
 		c.inFlight.Add(-1)
 		c.rejected.Add(1)

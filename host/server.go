@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -128,29 +129,28 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	protocols.SetHTTP2(true)
-	s.httpsSrv = &http.Server{
-		Handler:           http.HandlerFunc(s.serveHTTPS),
-		TLSConfig:         s.tlsConfig,
-		Protocols:         &protocols,
-		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout.Std(),
-		ReadTimeout:       cfg.Server.ReadTimeout.Std(),
-		WriteTimeout:      cfg.Server.WriteTimeout.Std(),
-		IdleTimeout:       cfg.Server.IdleTimeout.Std(),
-		MaxHeaderBytes:    int(cfg.Server.MaxHeaderBytes),
-		ErrorLog:          errLog,
-	}
+	s.httpsSrv = s.newHTTPServer(s.serveHTTPS, errLog)
+	s.httpsSrv.TLSConfig = s.tlsConfig
+	s.httpsSrv.Protocols = &protocols
 	if cfg.Server.ListenHTTP != "" {
-		s.httpSrv = &http.Server{
-			Handler:           http.HandlerFunc(s.serveHTTP),
-			ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout.Std(),
-			ReadTimeout:       cfg.Server.ReadTimeout.Std(),
-			WriteTimeout:      cfg.Server.WriteTimeout.Std(),
-			IdleTimeout:       cfg.Server.IdleTimeout.Std(),
-			MaxHeaderBytes:    int(cfg.Server.MaxHeaderBytes),
-			ErrorLog:          errLog,
-		}
+		s.httpSrv = s.newHTTPServer(s.serveHTTP, errLog)
 	}
 	return s, nil
+}
+
+// newHTTPServer returns an http.Server for h with the configured timeouts
+// and header limit (every listener bounds slow clients the same way).
+func (s *Server) newHTTPServer(h http.HandlerFunc, errLog *log.Logger) *http.Server {
+	sc := &s.cfg.Server
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: sc.ReadHeaderTimeout.Std(),
+		ReadTimeout:       sc.ReadTimeout.Std(),
+		WriteTimeout:      sc.WriteTimeout.Std(),
+		IdleTimeout:       sc.IdleTimeout.Std(),
+		MaxHeaderBytes:    int(sc.MaxHeaderBytes),
+		ErrorLog:          errLog,
+	}
 }
 
 func (s *Server) buildRoutes(cfg *tenant.Config) (*routes, error) {

@@ -33,11 +33,12 @@ type vhost struct {
 	cfg    *tenant.VHost
 	cert   *tls.Certificate
 	root   *os.Root
-	logger *slog.Logger // server log with the vhost name
-	errLog *slog.Logger // the tenant's error log (hooks, CGI)
-	errF   *logFile     // error_log file, when configured; reopened on SIGUSR1
-	acc    *accessLog   // the vhost's own access_log, nil when unset (admin_logs.go)
-	ops    vhostOps     // counters and drain state (metrics.go)
+	logger *slog.Logger  // server log with the vhost name
+	errLog *slog.Logger  // the tenant's error log (hooks, CGI)
+	errF   *logFile      // error_log file, when configured; reopened on SIGUSR1
+	acc    *accessLog    // the vhost's own access_log, nil when unset (admin_logs.go)
+	ops    vhostOps      // counters and drain state (metrics.go)
+	limit  *vhostCounter // max_concurrent counter, shared by name across reloads (limits.go)
 
 	shared   *scripting.SharedDict
 	sessions *session.Manager            // r.session; nil without hooks (session.go)
@@ -55,6 +56,7 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 	v := &vhost{
 		cfg:      vc,
 		logger:   s.logger.With("vhost", vc.ServerName),
+		limit:    s.limits.counter(vc.ServerName),
 		engines:  make(map[string]scripting.Engine),
 		logSlots: make(chan struct{}, logSlots),
 	}
@@ -92,9 +94,10 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 	if err != nil {
 		return nil, err
 	}
+	ident := sandbox.Identity{UID: vc.UID, GID: vc.GID, Groups: vc.Groups}
 	if v.sb, err = sandbox.NewTenant(sandbox.Options{
 		Mode:        mode,
-		Identity:    sandbox.Identity{UID: vc.UID, GID: vc.GID, Groups: vc.Groups},
+		Identity:    ident,
 		MaxWorkers:  vc.Limits.MaxWorkers,
 		IdleTimeout: vc.Limits.WorkerIdle.Std(),
 		Logger:      v.logger,
@@ -102,9 +105,9 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	if vc.CGI.Enabled {
-		var id *sandbox.Identity
-		if vc.Mode != string(sandbox.ModeNone) {
-			id = &sandbox.Identity{UID: vc.UID, GID: vc.GID, Groups: vc.Groups}
+		var id *sandbox.Identity // nil: CGI runs as the server (mode none)
+		if mode != sandbox.ModeNone {
+			id = &ident
 		}
 		var errW io.Writer
 		if v.errF != nil {
