@@ -17,6 +17,10 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
+// DefaultStateDir is server.state_dir when the main file sets none,
+// relative to the main file.
+const DefaultStateDir = "state"
+
 // Modes returns the sandbox modes, in the order the docs present them.
 func Modes() []string { return []string{"none", "suexec", "thread", "thread-per-request", "inline"} }
 
@@ -197,7 +201,7 @@ func (l *loader) loadMain(file string) *Config {
 		l.add(file, line("log_format"), "log_format %q: want \"combined\" or \"json\"", s.LogFormat)
 	}
 	if s.StateDir == "" {
-		s.StateDir = "state"
+		s.StateDir = DefaultStateDir
 	}
 	if s.VHosts == "" {
 		s.VHosts = "vhosts.d/*.toml"

@@ -18,6 +18,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/hostd/hostd/host"
+	"github.com/hostd/hostd/tenant"
 )
 
 // adminSocket finds the admin socket of the server serving the main file
@@ -38,7 +39,7 @@ func adminSocket(path string) (string, error) {
 	}
 	dir := f.Server.StateDir
 	if dir == "" {
-		dir = "state"
+		dir = tenant.DefaultStateDir
 	}
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(filepath.Dir(abs), dir)
@@ -46,27 +47,37 @@ func adminSocket(path string) (string, error) {
 	return host.AdminSocketPath(dir), nil
 }
 
-func adminFlags(name string, args []string, stderr io.Writer) (*flag.FlagSet, *string, error) {
+func adminFlags(name string, stderr io.Writer) (*flag.FlagSet, *string) {
 	fs := flag.NewFlagSet("hostd "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	config := fs.String("config", "/etc/hostd/hostd.toml", "main configuration `file` of the running server")
-	return fs, config, nil
+	return fs, config
+}
+
+// adminClient returns the client of the server serving config, or prints
+// why there is none (prefixed with "hostd name:").
+func adminClient(name, config string, stderr io.Writer) (host.AdminClient, bool) {
+	sock, err := adminSocket(config)
+	if err != nil {
+		fmt.Fprintf(stderr, "hostd %s: %v\n", name, err)
+		return host.AdminClient{}, false
+	}
+	return host.AdminClient{Socket: sock}, true
 }
 
 func cmdStatus(args []string, stdout, stderr io.Writer) int {
-	fs, config, _ := adminFlags("status", args, stderr)
+	fs, config := adminFlags("status", stderr)
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	if fs.Parse(args) != nil {
 		return 2
 	}
-	sock, err := adminSocket(*config)
-	if err != nil {
-		fmt.Fprintln(stderr, "hostd status:", err)
+	client, ok := adminClient("status", *config, stderr)
+	if !ok {
 		return 1
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := host.AdminClient{Socket: sock}.Status(ctx)
+	st, err := client.Status(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "hostd status:", err)
 		return 1
@@ -91,18 +102,17 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdReload(args []string, stdout, stderr io.Writer) int {
-	fs, config, _ := adminFlags("reload", args, stderr)
+	fs, config := adminFlags("reload", stderr)
 	if fs.Parse(args) != nil {
 		return 2
 	}
-	sock, err := adminSocket(*config)
-	if err != nil {
-		fmt.Fprintln(stderr, "hostd reload:", err)
+	client, ok := adminClient("reload", *config, stderr)
+	if !ok {
 		return 1
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := host.AdminClient{Socket: sock}.Reload(ctx)
+	res, err := client.Reload(ctx)
 	if err != nil {
 		// The server's message: one FILE:LINE: entry per line.
 		fmt.Fprintln(stderr, "hostd reload: refused, the old configuration keeps serving:")
@@ -117,19 +127,18 @@ func cmdReload(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdTrace(args []string, stdout, stderr io.Writer) int {
-	fs, config, _ := adminFlags("trace", args, stderr)
+	fs, config := adminFlags("trace", stderr)
 	vhost := fs.String("vhost", "", "only this vhost's requests (its server_name)")
 	if fs.Parse(args) != nil {
 		return 2
 	}
-	sock, err := adminSocket(*config)
-	if err != nil {
-		fmt.Fprintln(stderr, "hostd trace:", err)
+	client, ok := adminClient("trace", *config, stderr)
+	if !ok {
 		return 1
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	err = host.AdminClient{Socket: sock}.Trace(ctx, *vhost, stdout)
+	err := client.Trace(ctx, *vhost, stdout)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(stderr, "hostd trace:", err)
 		return 1
