@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strconv"
@@ -103,7 +104,7 @@ func (l *loader) decode(file string, v any) *locator {
 		if line == 0 {
 			line = loc.line(table, 0, key)
 		}
-		l.add(file, line, "unknown key %q%s", k.String(), suggest(key))
+		l.add(file, line, "unknown key %q%s", k.String(), suggest(key, v))
 	}
 	if len(md.Undecoded()) > 0 {
 		return nil
@@ -111,20 +112,10 @@ func (l *loader) decode(file string, v any) *locator {
 	return loc
 }
 
-// suggest names the known key closest to a misspelt one.
-func suggest(key string) string {
-	known := []string{"listen_https", "listen_http", "state_dir", "vhosts", "default_sandbox", "access_log",
-		"user", "group", "min_uid", "server_name", "aliases", "root", "tls_cert", "tls_key", "index",
-		"allow_http", "directory_listing", "sandbox", "error_log", "max_workers", "worker_idle",
-		"script_timeout", "script_memory", "cgi_timeout", "max_body", "max_response", "enabled",
-		"extensions", "interpreters", "phase", "file", "path", "read_header_timeout", "read_timeout",
-		"write_timeout", "idle_timeout", "shutdown_timeout", "max_header_bytes",
-		"store", "url", "servers", "backup", "cookie", "ttl", "max_bytes", "admin_listen", "log_format", "access_log", "tls", "acme_directory", "acme_email", "acme_ca_root",
-		"max_handshakes", "accept_rate", "max_conns_per_ip", "ticket_rotation", "max_concurrent",
-		"handshake_wait", "respond", "status", "body",
-		"content_type"}
+// suggest names the key of v's type closest to a misspelt one.
+func suggest(key string, v any) string {
 	best, bestD := "", 3
-	for _, k := range known {
+	for _, k := range tomlKeys(reflect.TypeOf(v), nil) {
 		if d := editDistance(key, k); d < bestD {
 			best, bestD = k, d
 		}
@@ -133,6 +124,24 @@ func suggest(key string) string {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// tomlKeys appends the toml tags of t's fields, and of the structs they
+// hold, to keys: every key a file decoded into t may use.
+func tomlKeys(t reflect.Type, keys []string) []string {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Map:
+		return tomlKeys(t.Elem(), keys)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if name, _, _ := strings.Cut(f.Tag.Get("toml"), ","); name != "" && name != "-" {
+				keys = append(keys, name)
+				keys = tomlKeys(f.Type, keys)
+			}
+		}
+	}
+	return keys
 }
 
 func editDistance(a, b string) int {
