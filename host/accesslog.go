@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,13 +17,11 @@ import (
 // single write, so concurrent servers appending to one file do not
 // interleave. It is safe for concurrent use.
 type accessLog struct {
-	mu  sync.Mutex
-	w   io.Writer
-	f   *os.File // nil for stderr or off
-	off bool
-
-	path string // reopened on SIGUSR1 (admin_logs.go)
-	json bool   // one JSON object per line instead of combined (admin_logs.go)
+	mu   sync.Mutex
+	w    io.Writer
+	file *logFile // the log file, reopened on SIGUSR1; nil for stderr or off
+	off  bool
+	json bool // one JSON object per line instead of combined (admin_logs.go)
 }
 
 func openAccessLog(path string) (*accessLog, error) {
@@ -34,19 +31,16 @@ func openAccessLog(path string) (*accessLog, error) {
 	case "-":
 		return &accessLog{w: os.Stderr}, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return nil, fmt.Errorf("access log: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	f, err := openLogFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("access log: %w", err)
 	}
-	return &accessLog{w: f, f: f, path: path}, nil
+	return &accessLog{w: f, file: f}, nil
 }
 
 func (a *accessLog) Close() {
-	if a.f != nil {
-		a.f.Close()
+	if a.file != nil {
+		a.file.Close()
 	}
 }
 

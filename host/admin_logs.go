@@ -60,18 +60,10 @@ func (l *logFile) Close() error {
 
 // reopen reopens the access log file; stderr and off are left alone.
 func (a *accessLog) reopen() error {
-	if a.f == nil || a.path == "" {
+	if a.file == nil {
 		return nil
 	}
-	f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
-	if err != nil {
-		return fmt.Errorf("reopen %s: %w", a.path, err)
-	}
-	a.mu.Lock()
-	old := a.f
-	a.w, a.f = f, f
-	a.mu.Unlock()
-	return old.Close()
+	return a.file.Reopen()
 }
 
 // ReopenLogs reopens the access log and every vhost's error log, for
