@@ -43,7 +43,7 @@ func missingCaps(permitted uint64, need ...int) error {
 //  2. drops every capability but CAP_SETUID, CAP_SETGID and p.KeepCaps from
 //     the bounding set of every thread (so no child can ever regain them
 //     through a set-uid binary or file capabilities); this step is skipped
-//     with a warning in a cgo build (see below) or without CAP_SETPCAP;
+//     in a cgo build (see below) and, with a warning, without CAP_SETPCAP;
 //  3. when p.User is set, switches the whole process to that user:
 //     PR_SET_KEEPCAPS, groups, gid, uid (real, effective and saved), then
 //     sets permitted and effective to CAP_SETUID and CAP_SETGID (when
@@ -56,10 +56,11 @@ func missingCaps(permitted uint64, need ...int) error {
 // also run on every thread. In a cgo build (the default when a C compiler is
 // present, because net and os/user use cgo) AllThreadsSyscall is
 // unavailable: a p.User switch then fails with ErrAllThreadsUnsupported
-// having changed nothing, and the bounding set is left as is with a warning
-// (children still gain nothing at execve: the Spawner sets
-// PR_SET_NO_NEW_PRIVS and gives them non-root ids). Build with
-// CGO_ENABLED=0 or -tags netgo,osusergo to get both.
+// having changed nothing, and the bounding set is left as is: hostd's ELF
+// constructor (cmd/hostd/bounding_linux.go) has already reduced it while the
+// process had one thread, and if not a warning is logged (children still
+// gain nothing at execve: the Spawner sets PR_SET_NO_NEW_PRIVS and gives them
+// non-root ids). Build with CGO_ENABLED=0 or -tags netgo,osusergo to get both.
 func DropPrivileges(p Privileges, logger *slog.Logger) error {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -76,13 +77,15 @@ func DropPrivileges(p Privileges, logger *slog.Logger) error {
 			return err
 		}
 	}
-	keep := sys.Mask(unix.CAP_SETUID) | sys.Mask(unix.CAP_SETGID)
+	setIDs := sys.Mask(unix.CAP_SETUID) | sys.Mask(unix.CAP_SETGID)
+	var extra uint64 // p.KeepCaps
 	for _, c := range p.KeepCaps {
 		if c < 0 || c > 63 {
 			return fmt.Errorf("sandbox: drop privileges: capability %d out of range", c)
 		}
-		keep |= sys.Mask(uintptr(c))
+		extra |= sys.Mask(uintptr(c))
 	}
+	keep := setIDs | extra // the bounding set
 	// Probe: a syscall with the same result on every thread. Fails with
 	// ENOTSUP, changing nothing, in a cgo build.
 	allThreads := true
@@ -124,7 +127,11 @@ func DropPrivileges(p Privileges, logger *slog.Logger) error {
 
 	// 3. Server user.
 	if p.User != nil {
-		if err := switchProcess(p, keep, caps); err != nil {
+		procKeep := extra // the permitted and effective sets
+		if p.NeedSwitch {
+			procKeep |= setIDs
+		}
+		if err := switchProcess(p.User, procKeep&caps.Permitted); err != nil {
 			return fmt.Errorf("sandbox: drop privileges: switch to server user %d:%d: %w", p.User.UID, p.User.GID, err)
 		}
 	}
@@ -143,43 +150,45 @@ func DropPrivileges(p Privileges, logger *slog.Logger) error {
 	return nil
 }
 
-// dropBoundingSet drops every capability not in keep from the bounding set
-// of every thread and returns how many it dropped.
-// boundingWithin reports whether the calling thread's bounding set holds
-// no capability outside keep.
-func boundingWithin(keep uint64) bool {
+// boundingOutside returns the capabilities outside keep that the calling
+// thread's bounding set holds.
+func boundingOutside(keep uint64) ([]uintptr, error) {
 	last, err := sys.CapLastCap()
 	if err != nil {
-		return false
+		return nil, err
 	}
-	for c := uintptr(0); c <= last && c < 64; c++ {
-		if keep&sys.Mask(c) != 0 {
-			continue
-		}
-		if in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, c, 0, 0, 0); err != nil || in != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func dropBoundingSet(keep uint64) (int, error) {
-	last, err := sys.CapLastCap()
-	if err != nil {
-		return 0, err
-	}
-	dropped := 0
+	var caps []uintptr
 	for c := uintptr(0); c <= last && c < 64; c++ {
 		if keep&sys.Mask(c) != 0 {
 			continue
 		}
 		in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, c, 0, 0, 0)
 		if err != nil {
-			return dropped, fmt.Errorf("read bounding set: %w", os.NewSyscallError("prctl(PR_CAPBSET_READ)", err))
+			return nil, fmt.Errorf("read bounding set: %w", os.NewSyscallError("prctl(PR_CAPBSET_READ)", err))
 		}
-		if in == 0 {
-			continue
+		if in != 0 {
+			caps = append(caps, c)
 		}
+	}
+	return caps, nil
+}
+
+// boundingWithin reports whether the calling thread's bounding set holds
+// no capability outside keep.
+func boundingWithin(keep uint64) bool {
+	caps, err := boundingOutside(keep)
+	return err == nil && len(caps) == 0
+}
+
+// dropBoundingSet drops every capability not in keep from the bounding set
+// of every thread and returns how many it dropped.
+func dropBoundingSet(keep uint64) (int, error) {
+	caps, err := boundingOutside(keep)
+	if err != nil {
+		return 0, err
+	}
+	dropped := 0
+	for _, c := range caps {
 		if err := sys.AllThreadsPrctl("prctl(PR_CAPBSET_DROP)", unix.PR_CAPBSET_DROP, c, 0); err != nil {
 			if errors.Is(err, syscall.EPERM) {
 				return dropped, fmt.Errorf("dropping capability %d from the bounding set needs CAP_SETPCAP: %w", c, err)
@@ -191,22 +200,16 @@ func dropBoundingSet(keep uint64) (int, error) {
 	return dropped, nil
 }
 
-// switchProcess changes every thread to p.User keeping the caps in keep.
-func switchProcess(p Privileges, keep uint64, before sys.Caps) error {
-	if !p.NeedSwitch {
-		keep &^= sys.Mask(unix.CAP_SETUID) | sys.Mask(unix.CAP_SETGID)
-		for _, c := range p.KeepCaps {
-			keep |= sys.Mask(uintptr(c))
-		}
-	}
-	keep &= before.Permitted
+// switchProcess changes every thread to user, with exactly keep permitted
+// and effective.
+func switchProcess(user *Identity, keep uint64) error {
 	// PR_SET_KEEPCAPS is per thread: set it on all of them, so that the
 	// uid change below keeps the permitted set everywhere.
 	if err := sys.AllThreadsPrctl("prctl(PR_SET_KEEPCAPS)", unix.PR_SET_KEEPCAPS, 1, 0); err != nil {
 		return err
 	}
-	groups := make([]int, len(p.User.Groups))
-	for i, g := range p.User.Groups {
+	groups := make([]int, len(user.Groups))
+	for i, g := range user.Groups {
 		groups[i] = int(g)
 	}
 	// Process-wide on purpose (see DropPrivileges): these run on every
@@ -214,10 +217,10 @@ func switchProcess(p Privileges, keep uint64, before sys.Caps) error {
 	if err := unix.Setgroups(groups); err != nil {
 		return osErr("setgroups", err)
 	}
-	if err := unix.Setresgid(int(p.User.GID), int(p.User.GID), int(p.User.GID)); err != nil {
+	if err := unix.Setresgid(int(user.GID), int(user.GID), int(user.GID)); err != nil {
 		return osErr("setresgid", err)
 	}
-	if err := unix.Setresuid(int(p.User.UID), int(p.User.UID), int(p.User.UID)); err != nil {
+	if err := unix.Setresuid(int(user.UID), int(user.UID), int(user.UID)); err != nil {
 		return osErr("setresuid", err)
 	}
 	if err := sys.AllThreadsPrctl("prctl(PR_SET_KEEPCAPS)", unix.PR_SET_KEEPCAPS, 0, 0); err != nil {

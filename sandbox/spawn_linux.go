@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hostd/hostd/sandbox/internal/sys"
 )
 
 // NewSpawner starts the spawner goroutine, locks it to its OS thread and sets
@@ -48,8 +50,8 @@ func (s *Spawner) loop(ready chan<- error) {
 	// inherited by every process it forks. The runtime never clones new
 	// threads from a locked thread (it hands that to its template thread),
 	// so the bit stays on this thread and its children.
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		ready <- fmt.Errorf("sandbox: new spawner: %w", os.NewSyscallError("prctl(PR_SET_NO_NEW_PRIVS)", err))
+	if err := sys.SetNoNewPrivs(); err != nil {
+		ready <- fmt.Errorf("sandbox: new spawner: %w", err)
 		return
 	}
 	ready <- nil

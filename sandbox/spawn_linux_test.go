@@ -111,11 +111,15 @@ func TestSpawnerCredentials(t *testing.T) {
 	}
 }
 
-func TestSpawnerOwnProcessGroup(t *testing.T) {
-	requireRoot(t)
+// childStat starts /bin/cat /proc/self/stat as the test tenant with attr
+// and returns the child's stat line, its fields after "(comm) " (state ppid
+// pgrp session ...) and its pid.
+func childStat(t *testing.T, attr *syscall.SysProcAttr) (stat string, f []string, pid string) {
+	t.Helper()
 	s := newTestSpawner(t)
 	var out bytes.Buffer
 	cmd := exec.Command("/bin/cat", "/proc/self/stat")
+	cmd.SysProcAttr = attr
 	cmd.Stdout = &out
 	if err := s.Start(t.Context(), cmd, &Identity{UID: testUID, GID: testGID}); err != nil {
 		t.Fatalf("Start: %v", err)
@@ -123,32 +127,23 @@ func TestSpawnerOwnProcessGroup(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("Wait: %v", err)
 	}
-	// pid (comm) state ppid pgrp session ...
 	_, rest, _ := strings.Cut(out.String(), ") ")
-	f := strings.Fields(rest)
-	if len(f) < 3 || f[2] != strconv.Itoa(cmd.Process.Pid) {
-		t.Fatalf("child stat %q: want pgrp == pid %d", out.String(), cmd.Process.Pid)
+	return out.String(), strings.Fields(rest), strconv.Itoa(cmd.Process.Pid)
+}
+
+func TestSpawnerOwnProcessGroup(t *testing.T) {
+	requireRoot(t)
+	stat, f, pid := childStat(t, nil)
+	if len(f) < 3 || f[2] != pid {
+		t.Fatalf("child stat %q: want pgrp == pid %s", stat, pid)
 	}
 }
 
 func TestSpawnerSetsid(t *testing.T) {
 	requireRoot(t)
-	s := newTestSpawner(t)
-	var out bytes.Buffer
-	cmd := exec.Command("/bin/cat", "/proc/self/stat")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setpgid: true, Pgid: 1}
-	cmd.Stdout = &out
-	if err := s.Start(t.Context(), cmd, &Identity{UID: testUID, GID: testGID}); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("Wait: %v", err)
-	}
-	_, rest, _ := strings.Cut(out.String(), ") ")
-	f := strings.Fields(rest)
-	pid := strconv.Itoa(cmd.Process.Pid)
+	stat, f, pid := childStat(t, &syscall.SysProcAttr{Setsid: true, Setpgid: true, Pgid: 1})
 	if len(f) < 4 || f[2] != pid || f[3] != pid {
-		t.Fatalf("child stat %q: want pgrp == session == pid %s", out.String(), pid)
+		t.Fatalf("child stat %q: want pgrp == session == pid %s", stat, pid)
 	}
 }
 

@@ -25,8 +25,11 @@ type Tenant struct {
 	started atomic.Uint64
 	runs    atomic.Uint64
 
+	// closed is set under mu (so the thread modes see it consistently with
+	// idle and queue) and read without it by the modes that need no worker.
+	closed atomic.Bool
+
 	mu      sync.Mutex
-	closed  bool
 	workers int       // live worker threads
 	idle    []*worker // idle thread-mode workers, most recently idle last
 	queue   []*job    // jobs waiting for a thread-mode worker, FIFO
@@ -123,29 +126,18 @@ func (t *Tenant) Run(ctx context.Context, fn func()) error {
 		return t.runThread(ctx, fn)
 	case ModeThreadPerRequest:
 		return t.runThreadPerRequest(fn)
-	case ModeInline:
-		if t.isClosed() {
-			return ErrClosed
-		}
-		t.runs.Add(1)
-		t.busy.Add(1)
-		defer t.busy.Add(-1)
-		return runInline(&t.id, fn, t.logger)
-	default: // none, suexec
-		if t.isClosed() {
-			return ErrClosed
-		}
-		t.runs.Add(1)
-		t.busy.Add(1)
-		defer t.busy.Add(-1)
-		return callFn(fn)
 	}
-}
-
-func (t *Tenant) isClosed() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.closed
+	// inline, none, suexec: fn runs on the calling goroutine.
+	if t.closed.Load() {
+		return ErrClosed
+	}
+	t.runs.Add(1)
+	t.busy.Add(1)
+	defer t.busy.Add(-1)
+	if t.mode == ModeInline {
+		return runInline(&t.id, fn, t.logger)
+	}
+	return callFn(fn)
 }
 
 // Close makes idle workers exit at once and busy ones after their current
@@ -154,22 +146,16 @@ func (t *Tenant) isClosed() bool {
 func (t *Tenant) Close() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed {
+	if t.closed.Load() {
 		return
 	}
-	t.closed = true
+	t.closed.Store(true)
 	for _, w := range t.idle {
 		w.jobs <- nil
 	}
 	t.workers -= len(t.idle)
 	t.idle = nil
-	for _, j := range t.queue {
-		if j.state.CompareAndSwap(jobPending, jobCancelled) {
-			j.err = ErrClosed
-			close(j.done)
-		}
-	}
-	t.queue = nil
+	t.failQueue(ErrClosed)
 }
 
 // Stats returns a snapshot of the tenant's counters.
@@ -184,7 +170,7 @@ func (t *Tenant) Stats() Stats {
 func (t *Tenant) runThread(ctx context.Context, fn func()) error {
 	j := &job{fn: fn, done: make(chan struct{})}
 	t.mu.Lock()
-	if t.closed {
+	if t.closed.Load() {
 		t.mu.Unlock()
 		return ErrClosed
 	}
@@ -326,7 +312,7 @@ func (t *Tenant) worker(first *job) {
 		// caller, so that a caller that Runs again finds this worker.
 		t.mu.Lock()
 		next := t.dequeue()
-		if next == nil && t.closed {
+		if next == nil && t.closed.Load() {
 			t.workers--
 			t.mu.Unlock()
 			close(j.done)
@@ -372,7 +358,7 @@ func (t *Tenant) worker(first *job) {
 // switched to the tenant and destroyed when the goroutine exits.
 func (t *Tenant) runThreadPerRequest(fn func()) error {
 	t.mu.Lock()
-	if t.closed {
+	if t.closed.Load() {
 		t.mu.Unlock()
 		return ErrClosed
 	}

@@ -26,8 +26,10 @@ func (h *Handler) Resolve(urlPath string) (Script, error) {
 	if !strings.HasPrefix(urlPath, "/") || strings.IndexByte(urlPath, 0) >= 0 {
 		return Script{}, fmt.Errorf("%w: malformed path", ErrForbidden)
 	}
-	if slices.Contains(strings.Split(urlPath, "/"), "..") || slices.Contains(strings.Split(urlPath, "/"), ".") {
-		return Script{}, fmt.Errorf("%w: dot segment", ErrForbidden)
+	for seg := range strings.SplitSeq(urlPath, "/") {
+		if seg == "." || seg == ".." {
+			return Script{}, fmt.Errorf("%w: dot segment", ErrForbidden)
+		}
 	}
 	cur := h.root
 	// pos is the index in urlPath of the '/' before the next segment.

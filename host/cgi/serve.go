@@ -185,11 +185,12 @@ func (h *Handler) ServeScript(w http.ResponseWriter, r *http.Request, s Script) 
 	}
 
 	status := http.StatusOK
-	if v := hdr.Get("Status"); v != "" {
-		code, ok := parseStatus(v)
+	statusHdr := hdr.Get("Status")
+	if statusHdr != "" {
+		code, ok := parseStatus(statusHdr)
 		if !ok {
 			kill()
-			log.Warn("cgi: bad Status header", "status", v)
+			log.Warn("cgi: bad Status header", "status", statusHdr)
 			httpError(w, http.StatusInternalServerError)
 			return
 		}
@@ -206,7 +207,7 @@ func (h *Handler) ServeScript(w http.ResponseWriter, r *http.Request, s Script) 
 				return
 			}
 		}
-		if local && hdr.Get("Status") == "" {
+		if local && statusHdr == "" {
 			// Local redirect: the script's body, if any, is ignored.
 			if h.copyBody(ctx, io.Discard, br, nil) != nil {
 				kill()
@@ -215,7 +216,7 @@ func (h *Handler) ServeScript(w http.ResponseWriter, r *http.Request, s Script) 
 			h.localRedirect(w, r, loc, log)
 			return
 		}
-		if hdr.Get("Status") == "" {
+		if statusHdr == "" {
 			status = http.StatusFound
 		}
 	} else if hdr.Get("Content-Type") == "" && status != http.StatusNoContent && status != http.StatusNotModified {
