@@ -2,6 +2,7 @@ package host
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -202,7 +203,7 @@ func (s *Server) streamTrace(c net.Conn, vhost string) {
 		io.Copy(io.Discard, c) // returns when the client closes
 		close(gone)
 	}()
-	fmt.Fprintf(c, "# tracing %s\n", orDefault(vhost, "all vhosts"))
+	fmt.Fprintf(c, "# tracing %s\n", cmp.Or(vhost, "all vhosts"))
 	var reported uint64
 	var buf []byte
 	tick := time.NewTicker(time.Second)
@@ -237,13 +238,6 @@ func (s *Server) streamTrace(c net.Conn, vhost string) {
 			}
 		}
 	}
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // Status is a snapshot of a server for `hostd status`.

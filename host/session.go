@@ -94,15 +94,20 @@ func (h *hookRequest) setSessionCookie(c *http.Cookie) error {
 		return errors.New("the response headers were already sent: use r.session before the first write")
 	}
 	hdr := h.w.Header()
+	removeCookie(hdr, c.Name)
+	hdr.Add("Set-Cookie", c.String())
+	return nil
+}
+
+// removeCookie deletes the Set-Cookie headers of the cookie name.
+func removeCookie(hdr http.Header, name string) {
 	old := hdr.Values("Set-Cookie")
 	hdr.Del("Set-Cookie")
 	for _, v := range old {
-		if !strings.HasPrefix(v, c.Name+"=") {
+		if !strings.HasPrefix(v, name+"=") {
 			hdr.Add("Set-Cookie", v)
 		}
 	}
-	hdr.Add("Set-Cookie", c.String())
-	return nil
 }
 
 // dropSession forgets the request's session changes and, while the
@@ -112,14 +117,7 @@ func (h *hookRequest) dropSession() {
 		return
 	}
 	if !h.wrote && !h.finished {
-		hdr := h.w.Header()
-		old := hdr.Values("Set-Cookie")
-		hdr.Del("Set-Cookie")
-		for _, c := range old {
-			if !strings.HasPrefix(c, h.v.sessions.CookieName()+"=") {
-				hdr.Add("Set-Cookie", c)
-			}
-		}
+		removeCookie(h.w.Header(), h.v.sessions.CookieName())
 	}
 	h.sess = nil
 }
@@ -153,9 +151,7 @@ func (v *vhost) flushSession(hr *hookRequest) bool {
 // endSession saves what hooks changed after the headers were sent; a
 // failure can no longer change the response and is logged.
 func (v *vhost) endSession(hr *hookRequest) {
-	if hr.sess != nil && hr.sess.Dirty() {
-		v.flushSession(hr)
-	}
+	v.flushSession(hr) // saves nothing when the session is unchanged
 }
 
 // readOnlySession is r.session in the log phase: the response is gone, so
