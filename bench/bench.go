@@ -143,7 +143,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		serverCPUs, loadCPUs = splitCPUs()
 	}
 	if len(loadCPUs) > 0 {
-		restore, err := pinProcess(loadCPUs)
+		restore, err := load.PinProcess(loadCPUs)
 		if err != nil {
 			opts.Logger.Warn("pinning the load generator", "err", err)
 			serverCPUs, loadCPUs = nil, nil
@@ -446,7 +446,7 @@ func (r *runner) runClosed(ctx context.Context, i int, c plannedCell) CellResult
 	}
 	defer s.stop()
 	res.ResponseBytes = size
-	cpu0, _ := cpuTime(s.pid())
+	cpu0, _ := load.ProcessTicks(s.pid(), true)
 	busy0, busyOK := cpuBusy(r.serverCPUs)
 	t0 := time.Now()
 	conns, dur := r.opts.Conns, max(r.opts.Duration, c.handler.MinDuration)
@@ -458,12 +458,13 @@ func (r *runner) runClosed(ctx context.Context, i int, c plannedCell) CellResult
 		prof = startPerf(ctx, r.opts.PerfDir, c.name(), s.pid(), r.opts.Warmup+dur)
 	}
 	lr, err := load.Closed(ctx, r.target(c.handler, c.transport, s), conns, r.opts.Warmup, dur)
-	cpu1, ok := cpuTime(s.pid())
+	cpu1, cpuErr := load.ProcessTicks(s.pid(), true)
+	ok := cpuErr == nil
 	busy1, _ := cpuBusy(r.serverCPUs)
 	if elapsed := time.Since(t0).Seconds(); busyOK && ok && elapsed > 0 {
 		// CPU time on the server's CPUs that was not the server's (or its
 		// CGI children's): other work on the machine competing with it.
-		other := float64((busy1-busy0)-(cpu1-cpu0)) / ticksPerSecond
+		other := float64((busy1-busy0)-(cpu1-cpu0)) / load.TicksPerSecond
 		res.OtherCPU = max(0, other/(elapsed*float64(len(r.serverCPUs))))
 	}
 	if prof != nil {
@@ -476,7 +477,7 @@ func (r *runner) runClosed(ctx context.Context, i int, c plannedCell) CellResult
 	res.Result = &lr
 	if ok && lr.OK > 0 {
 		// Warm-up CPU included: spread over the warm-up requests too.
-		total := float64(cpu1-cpu0) / ticksPerSecond
+		total := float64(cpu1-cpu0) / load.TicksPerSecond
 		reqs := float64(lr.OK) * (r.opts.Warmup + dur).Seconds() / dur.Seconds()
 		res.ServerCPUPerReq = time.Duration(total / reqs * float64(time.Second))
 	}

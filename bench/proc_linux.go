@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hostd/hostd/bench/load"
 )
 
 // setDeathSignal makes the child die with the thread that starts it
@@ -20,17 +22,8 @@ func setDeathSignal(cmd *exec.Cmd) {
 // splitCPUs divides the CPUs this process may use: the first half for
 // the server, the rest for the load generator. With one CPU there is
 // nothing to split and both are nil.
-func splitCPUs() (server, load []int) {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return nil, nil
-	}
-	var cpus []int
-	for i := range 1024 {
-		if set.IsSet(i) {
-			cpus = append(cpus, i)
-		}
-	}
+func splitCPUs() (server, loadgen []int) {
+	cpus, _ := load.AllowedCPUs()
 	if len(cpus) < 2 {
 		return nil, nil
 	}
@@ -44,38 +37,6 @@ func cpuSet(cpus []int) *unix.CPUSet {
 		s.Set(c)
 	}
 	return &s
-}
-
-// pinProcess sets the affinity of every thread of this process to cpus
-// (new threads inherit it from their creator) and returns a function that
-// restores the previous mask.
-func pinProcess(cpus []int) (restore func(), err error) {
-	var old unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &old); err != nil {
-		return func() {}, err
-	}
-	set := cpuSet(cpus)
-	apply := func(s *unix.CPUSet) error {
-		ents, err := os.ReadDir("/proc/self/task")
-		if err != nil {
-			return err
-		}
-		var first error
-		for _, e := range ents {
-			tid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			if err := unix.SchedSetaffinity(tid, s); err != nil && first == nil && err != unix.ESRCH {
-				first = err
-			}
-		}
-		return first
-	}
-	if err := apply(set); err != nil {
-		return func() {}, err
-	}
-	return func() { apply(&old) }, nil
 }
 
 // startPinned starts cmd with its affinity set to cpus: the forking
@@ -98,35 +59,6 @@ func startPinned(cmd *exec.Cmd, cpus []int) error {
 	unix.SchedSetaffinity(0, &old)
 	return err
 }
-
-// cpuTime is a process's CPU time so far, its waited-for children (CGI
-// processes) included, in clock ticks (USER_HZ, 100 on Linux).
-func cpuTime(pid int) (ticks int64, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(s[i+1:])
-	// After the command: state(0) ppid ... utime(11) stime(12) cutime(13) cstime(14).
-	if len(f) < 15 {
-		return 0, false
-	}
-	for _, k := range []int{11, 12, 13, 14} {
-		v, err := strconv.ParseInt(f[k], 10, 64)
-		if err != nil {
-			return 0, false
-		}
-		ticks += v
-	}
-	return ticks, true
-}
-
-const ticksPerSecond = 100
 
 // sysInfo describes the machine.
 func sysInfo() (cpuModel, kernel string) {

@@ -3,13 +3,9 @@ package host_test
 import (
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"slices"
 	"strconv"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/hostd/hostd/host/hosttest"
 	"github.com/hostd/hostd/scripting/session/sessiontest"
@@ -33,36 +29,9 @@ r:write("ok")
 // BenchmarkSessionMix through the whole server: HTTPS (keep-alive), a Lua
 // content hook, and the store. It reports mean and p90 latency per
 // request and the CPU per request of the test process (client and
-// server) and of the store server.
+// server) and of the store server (sessiontest.Meter).
 func BenchmarkSessionMixHTTP(b *testing.B) {
-	type kind struct{ bytes, requests, weight int }
-	mix := []kind{{10, 1, 20}, {150, 5, 30}, {2048, 20, 50}}
-	var kinds []kind
-	for _, k := range mix {
-		for range k.weight {
-			kinds = append(kinds, k)
-		}
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	rng.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
-	type step struct{ sess, req int }
-	var steps []step
-	next := make([]int, len(kinds))
-	for {
-		var open []int
-		for i, k := range kinds {
-			if next[i] < k.requests {
-				open = append(open, i)
-			}
-		}
-		if len(open) == 0 {
-			break
-		}
-		i := open[rng.IntN(len(open))]
-		steps = append(steps, step{i, next[i]})
-		next[i]++
-	}
-
+	steps, kinds := sessiontest.Schedule()
 	for _, store := range []string{"memory", "redis", "memcached"} {
 		b.Run(store, func(b *testing.B) {
 			var sessions string
@@ -84,15 +53,15 @@ func BenchmarkSessionMixHTTP(b *testing.B) {
 			})
 			c := srv.Client("a.example", false)
 			cookies := make([]string, len(kinds))
-			do := func(st step) {
-				k := kinds[st.sess]
-				url := "https://a.example/?n=" + strconv.Itoa(k.bytes)
-				if st.req == 0 {
+			do := func(st sessiontest.Step) {
+				k := kinds[st.Sess]
+				url := "https://a.example/?n=" + strconv.Itoa(k.Bytes)
+				if st.Req == 0 {
 					url += "&first=1"
 				}
 				req, _ := http.NewRequest(http.MethodGet, url, nil)
-				if st.req > 0 {
-					req.Header.Set("Cookie", cookies[st.sess])
+				if st.Req > 0 {
+					req.Header.Set("Cookie", cookies[st.Sess])
 				}
 				resp, err := c.Do(req)
 				if err != nil {
@@ -105,14 +74,13 @@ func BenchmarkSessionMixHTTP(b *testing.B) {
 				}
 				for _, ck := range resp.Cookies() {
 					if ck.Name == "hostd_session" {
-						cookies[st.sess] = ck.Name + "=" + ck.Value
+						cookies[st.Sess] = ck.Name + "=" + ck.Value
 					}
 				}
 			}
 			do(steps[0]) // warm up: VM, TLS session, store connection
 			clear(cookies)
-			lat := make([]time.Duration, 0, 1<<16)
-			cpu0, srv0 := procCPU(), storeCPU(servers)
+			m := sessiontest.NewMeter(servers)
 			i := 0
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -120,40 +88,11 @@ func BenchmarkSessionMixHTTP(b *testing.B) {
 				if i%len(steps) == 0 {
 					clear(cookies)
 				}
-				t0 := time.Now()
-				do(steps[i%len(steps)])
-				lat = append(lat, time.Since(t0))
+				m.Time(func() { do(steps[i%len(steps)]) })
 				i++
 			}
 			b.StopTimer()
-			cpu, scpu := procCPU()-cpu0, storeCPU(servers)-srv0
-			slices.Sort(lat)
-			var sum time.Duration
-			for _, d := range lat {
-				sum += d
-			}
-			n := float64(len(lat))
-			b.ReportMetric(float64(sum.Microseconds())/n, "mean-µs")
-			b.ReportMetric(float64(lat[len(lat)*9/10].Nanoseconds())/1e3, "p90-µs")
-			b.ReportMetric(float64(cpu.Nanoseconds())/1e3/n, "cpu-µs/req")
-			b.ReportMetric(float64(scpu.Nanoseconds())/1e3/n, "store-cpu-µs/req")
+			m.Report(b)
 		})
 	}
-}
-
-func procCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// storeCPU is the store servers' CPU time, from /proc/PID/stat.
-func storeCPU(servers []*sessiontest.Server) time.Duration {
-	var total time.Duration
-	for _, s := range servers {
-		total += s.CPU()
-	}
-	return total
 }

@@ -435,16 +435,22 @@ func Closed(ctx context.Context, target Target, conns int, warmup, duration time
 			}
 		})
 	}
-	wg.Wait()
-	select {
-	case err := <-errc:
-		return Result{}, err
-	default:
-	}
-	if err := ctx.Err(); err != nil {
+	if err := wait(ctx, &wg, errc); err != nil {
 		return Result{}, err
 	}
 	return merge(tallies, duration, conns), nil
+}
+
+// wait waits for a run's workers and returns the first error one of them
+// sent on errc, else ctx's.
+func wait(ctx context.Context, wg *sync.WaitGroup, errc <-chan error) error {
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+	}
+	return ctx.Err()
 }
 
 // Open runs an open loop: requests are offered at rate per second for
@@ -531,13 +537,7 @@ func Open(ctx context.Context, target Target, conns int, rate float64, warmup, d
 		}
 	}
 	close(queue)
-	wg.Wait()
-	select {
-	case err := <-errc:
-		return Result{}, err
-	default:
-	}
-	if err := ctx.Err(); err != nil {
+	if err := wait(ctx, &wg, errc); err != nil {
 		return Result{}, err
 	}
 	r := merge(tallies, duration, conns)

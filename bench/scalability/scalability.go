@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"math/big"
 	mrand "math/rand/v2"
 	"net"
@@ -28,6 +27,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hostd/hostd/bench/load"
 )
 
 // Options configures Run. The zero value works except for Binary.
@@ -188,7 +189,7 @@ func Run(ctx context.Context, opts Options, progress io.Writer) (*Report, error)
 		serverCPUs, loadCPUs = nil, nil
 	}
 	if loadCPUs != nil {
-		restore, err := pinProcess(loadCPUs)
+		restore, err := load.PinProcess(loadCPUs)
 		if err != nil {
 			return nil, fmt.Errorf("scalability: pin load generator: %w", err)
 		}
@@ -496,7 +497,7 @@ func runPoint(ctx context.Context, o *Options, dir string, n int, admission bool
 	}
 	if len(c.latencies) > 0 {
 		slices.Sort(c.latencies)
-		p.P90 = c.latencies[int(math.Ceil(0.9*float64(len(c.latencies))))-1]
+		p.P90 = load.Percentile(c.latencies, 90)
 	}
 	return p, nil
 }
