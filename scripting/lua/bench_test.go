@@ -1,7 +1,6 @@
 package lua
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net"
@@ -28,19 +27,7 @@ func nativeHello(req scripting.Request) {
 func BenchmarkHelloLua(b *testing.B) {
 	e := New(scripting.Config{})
 	defer e.Close()
-	path := example(&testing.T{}, "hello.lua")
-	req := scriptingtest.NewRequest(scriptingtest.RequestOptions{})
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		req.Reset()
-		if _, err := e.Run(ctx, scripting.PhaseContent, path, req); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if req.Response() != string(helloBody) {
-		b.Fatalf("body %q", req.Response())
-	}
+	scriptingtest.BenchmarkRun(b, e, example(b, "hello.lua"), string(helloBody))
 }
 
 func BenchmarkHelloNative(b *testing.B) {
@@ -162,7 +149,7 @@ func benchHTTP(b *testing.B, h http.Handler, parallel bool) {
 func BenchmarkHelloLuaHTTP(b *testing.B) {
 	e := New(scripting.Config{})
 	defer e.Close()
-	benchHTTP(b, luaHandler(e, example(&testing.T{}, "hello.lua")), false)
+	benchHTTP(b, luaHandler(e, example(b, "hello.lua")), false)
 }
 
 func BenchmarkHelloNativeHTTP(b *testing.B) {
@@ -172,7 +159,7 @@ func BenchmarkHelloNativeHTTP(b *testing.B) {
 func BenchmarkHelloLuaHTTPParallel(b *testing.B) {
 	e := New(scripting.Config{})
 	defer e.Close()
-	benchHTTP(b, luaHandler(e, example(&testing.T{}, "hello.lua")), true)
+	benchHTTP(b, luaHandler(e, example(b, "hello.lua")), true)
 }
 
 func BenchmarkHelloNativeHTTPParallel(b *testing.B) {
@@ -186,7 +173,7 @@ func BenchmarkHelloNativeHTTPParallel(b *testing.B) {
 func BenchmarkHelloHTTPRatio(b *testing.B) {
 	e := New(scripting.Config{})
 	defer e.Close()
-	luaSrv := httptest.NewServer(luaHandler(e, example(&testing.T{}, "hello.lua")))
+	luaSrv := httptest.NewServer(luaHandler(e, example(b, "hello.lua")))
 	defer luaSrv.Close()
 	natSrv := httptest.NewServer(nativeHandler())
 	defer natSrv.Close()

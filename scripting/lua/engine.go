@@ -4,15 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"log/slog"
-	"os"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	glua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/parse"
@@ -26,9 +19,6 @@ const (
 	DefaultMaxInput = scripting.DefaultMaxInput
 	DefaultMaxMem   = scripting.DefaultMaxMemory
 	DefaultMaxVMs   = scripting.DefaultMaxVMs
-
-	// maxScriptSize bounds a hook or module file.
-	maxScriptSize = 4 << 20
 )
 
 // Engine runs Lua hooks for one tenant. It implements scripting.Engine and
@@ -39,25 +29,9 @@ const (
 // hook's file and line; a time-out wraps scripting.ErrTimeout.
 type Engine struct {
 	cfg     scripting.Config
-	log     *slog.Logger
-	timeout time.Duration
+	scripts scripting.ScriptCache[*glua.FunctionProto]
 
-	mu      sync.RWMutex
-	scripts map[string]*script
-
-	pool   chan *vm
-	closed atomic.Bool
-}
-
-// script is a compiled hook file and the version it was compiled from.
-type script struct {
-	proto   *glua.FunctionProto
-	modTime time.Time
-	size    int64
-	// badModTime/badSize identify a broken newer version that was
-	// already logged; the old proto stays in use until the file changes.
-	badModTime time.Time
-	badSize    int64
+	pool *scripting.VMPool[*vm]
 }
 
 var _ scripting.Engine = (*Engine)(nil)
@@ -66,19 +40,15 @@ var _ scripting.Engine = (*Engine)(nil)
 // defaults (see scripting.Config).
 func New(cfg scripting.Config) *Engine {
 	cfg = cfg.WithDefaults()
-	log := cfg.Logger
 	return &Engine{
-		cfg:     cfg,
-		log:     log,
-		timeout: cfg.Limits.Timeout,
-		scripts: make(map[string]*script),
-		pool:    make(chan *vm, cfg.MaxVMs),
+		cfg:  cfg,
+		pool: scripting.NewVMPool(cfg.MaxVMs, func(v *vm) { v.L.Close() }),
 	}
 }
 
 // Run runs the hook file path in phase for req; see scripting.Engine.
 func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, req scripting.Request) (scripting.Result, error) {
-	if e.closed.Load() {
+	if e.pool.Closed() {
 		return scripting.Result{}, errors.New("lua: engine is closed")
 	}
 	proto, err := e.load(path)
@@ -105,90 +75,32 @@ func (e *Engine) Check(path string) error {
 // Close frees the idle VMs. Run must not be called after Close; VMs of
 // runs still in progress are freed when they end.
 func (e *Engine) Close() error {
-	e.closed.Store(true)
-	for {
-		select {
-		case v := <-e.pool:
-			v.L.Close()
-		default:
-			return nil
-		}
-	}
+	e.pool.Close()
+	return nil
 }
 
 func (e *Engine) getVM() *vm {
-	select {
-	case v := <-e.pool:
+	if v, ok := e.pool.Get(); ok {
 		return v
-	default:
-		return newVM(e)
 	}
+	return newVM(e)
 }
 
-func (e *Engine) putVM(v *vm) {
-	if e.closed.Load() {
-		v.L.Close()
-		return
-	}
-	select {
-	case e.pool <- v:
-	default:
-		v.L.Close()
-	}
-}
+func (e *Engine) putVM(v *vm) { e.pool.Put(v) }
 
 // load returns the compiled proto of path, recompiling it when the file's
 // modification time or size changed. A broken new version keeps the old
 // proto (logged once per version).
 func (e *Engine) load(path string) (*glua.FunctionProto, error) {
-	mt, size, err := statFile(path)
-	if err != nil {
-		return nil, &scripting.ScriptError{File: path, Msg: "cannot open hook", Err: err}
-	}
-	e.mu.RLock()
-	s := e.scripts[path]
-	var cur script
-	if s != nil {
-		cur = *s
-	}
-	e.mu.RUnlock()
-	if s != nil && (cur.modTime.Equal(mt) && cur.size == size ||
-		cur.badModTime.Equal(mt) && cur.badSize == size) {
-		return cur.proto, nil
-	}
-	proto, err := compileFile(path)
-	if err != nil {
-		if s == nil {
-			return nil, err
-		}
-		e.log.Error("lua hook has an error; still using the previous version", "err", err.Error())
-		e.mu.Lock()
-		if s2 := e.scripts[path]; s2 != nil {
-			s2.badModTime, s2.badSize = mt, size
-		}
-		e.mu.Unlock()
-		return cur.proto, nil
-	}
-	e.mu.Lock()
-	e.scripts[path] = &script{proto: proto, modTime: mt, size: size}
-	e.mu.Unlock()
-	return proto, nil
+	return e.scripts.Load(path, e.cfg.Logger, "lua", func() (*glua.FunctionProto, error) { return compileFile(path) })
 }
 
 // compileFile parses and compiles a Lua file; errors are
 // *scripting.ScriptError with the line.
 func compileFile(path string) (*glua.FunctionProto, error) {
-	f, err := os.Open(path)
+	src, err := scripting.ReadScript(path)
 	if err != nil {
-		return nil, &scripting.ScriptError{File: path, Msg: "cannot open hook", Err: err}
-	}
-	defer f.Close()
-	src, err := io.ReadAll(io.LimitReader(f, maxScriptSize+1))
-	if err != nil {
-		return nil, &scripting.ScriptError{File: path, Msg: "cannot read hook", Err: err}
-	}
-	if len(src) > maxScriptSize {
-		return nil, &scripting.ScriptError{File: path, Msg: fmt.Sprintf("hook is larger than %d bytes", maxScriptSize)}
+		return nil, err
 	}
 	return compileSource(path, src)
 }

@@ -20,14 +20,7 @@ import (
 // writeHook writes src to dir/name and returns the path.
 func writeHook(t testing.TB, dir, name, src string) string {
 	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return scriptingtest.WriteHook(t, filepath.Join(dir, name), src)
 }
 
 // runSrc writes src as a hook and runs it once on e in the content phase.

@@ -1,7 +1,6 @@
 package lua
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/hostd/hostd/scripting"
@@ -16,11 +15,7 @@ func TestExamples(t *testing.T) {
 }
 
 // example returns the absolute path of examples/hooks/lua/name.
-func example(t *testing.T, name string) string {
+func example(t testing.TB, name string) string {
 	t.Helper()
-	p, err := filepath.Abs(filepath.Join("..", "..", "examples", "hooks", "lua", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return scriptingtest.Example(t, "lua", name)
 }

@@ -19,7 +19,7 @@ import (
 func (v *vm) hostdLib() *glua.LTable {
 	L := v.L
 	t := L.NewTable()
-	for name, fn := range map[string]glua.LGFunction{
+	L.SetFuncs(t, map[string]glua.LGFunction{
 		"log":           v.hLog,
 		"json_encode":   v.hJSONEncode,
 		"json_decode":   v.hJSONDecode,
@@ -28,17 +28,13 @@ func (v *vm) hostdLib() *glua.LTable {
 		"base64_encode": v.hBase64Encode,
 		"base64_decode": v.hBase64Decode,
 		"time":          hTime,
-	} {
-		t.RawSetString(name, L.NewFunction(fn))
-	}
+	})
 	t.RawSetString("base64", t.RawGetString("base64_encode"))
 
 	methods := L.NewTable()
-	for name, fn := range map[string]glua.LGFunction{
+	L.SetFuncs(methods, map[string]glua.LGFunction{
 		"get": v.sGet, "set": v.sSet, "incr": v.sIncr, "delete": v.sDelete,
-	} {
-		methods.RawSetString(name, L.NewFunction(fn))
-	}
+	})
 	shared := L.NewUserData()
 	mt := L.NewTable()
 	mt.RawSetString("__index", readOnly(L, methods))

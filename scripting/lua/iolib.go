@@ -27,12 +27,10 @@ type luaFile struct {
 func (v *vm) ioLib() *glua.LTable {
 	L := v.L
 	methods := L.NewTable()
-	for name, fn := range map[string]glua.LGFunction{
+	L.SetFuncs(methods, map[string]glua.LGFunction{
 		"read": v.fRead, "write": v.fWrite, "lines": v.fLines, "close": v.fClose,
 		"seek": v.fSeek, "flush": v.fFlush,
-	} {
-		methods.RawSetString(name, L.NewFunction(fn))
-	}
+	})
 	v.fileMT = L.NewTable()
 	v.fileMT.RawSetString("__index", readOnly(L, methods))
 	v.fileMT.RawSetString("__metatable", glua.LString(lockedMT))
@@ -46,11 +44,9 @@ func (v *vm) ioLib() *glua.LTable {
 	}))
 
 	t := L.NewTable()
-	for name, fn := range map[string]glua.LGFunction{
+	L.SetFuncs(t, map[string]glua.LGFunction{
 		"open": v.ioOpen, "lines": v.ioLines, "type": v.ioType, "close": v.fClose,
-	} {
-		t.RawSetString(name, L.NewFunction(fn))
-	}
+	})
 	return t
 }
 

@@ -1,7 +1,6 @@
 package lua
 
 import (
-	"encoding/base64"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -20,12 +19,10 @@ import (
 func (v *vm) buildRequest() {
 	L := v.L
 	methods := L.NewTable()
-	for name, fn := range map[string]glua.LGFunction{
+	L.SetFuncs(methods, map[string]glua.LGFunction{
 		"write": v.rWrite, "puts": v.rPuts, "redirect": v.rRedirect,
 		"exit": v.rExit, "basic_auth": v.rBasicAuth, "set_path": v.rSetPath,
-	} {
-		methods.RawSetString(name, L.NewFunction(fn))
-	}
+	})
 
 	v.reqUD = newObject(L, func(L *glua.LState) int { return v.rIndex(L, methods) }, v.rNewIndex)
 	v.hinUD = newObject(L, v.headersInIndex, func(L *glua.LState) int {
@@ -64,7 +61,7 @@ func (v *vm) logger() *slog.Logger {
 			return l
 		}
 	}
-	return v.e.log
+	return v.e.cfg.Logger
 }
 
 func (v *vm) rIndex(L *glua.LState, methods *glua.LTable) int {
@@ -218,18 +215,7 @@ func (v *vm) rExit(L *glua.LState) int {
 // header, or nil.
 func (v *vm) rBasicAuth(L *glua.LState) int {
 	req := v.request(L)
-	auth := req.HeadersIn().Get("Authorization")
-	const prefix = "basic "
-	if len(auth) < len(prefix) || !strings.EqualFold(auth[:len(prefix)], prefix) {
-		L.Push(glua.LNil)
-		return 1
-	}
-	dec, err := base64.StdEncoding.DecodeString(strings.TrimSpace(auth[len(prefix):]))
-	if err != nil {
-		L.Push(glua.LNil)
-		return 1
-	}
-	user, pass, ok := strings.Cut(string(dec), ":")
+	user, pass, ok := scripting.BasicAuth(req.HeadersIn().Get("Authorization"))
 	if !ok {
 		L.Push(glua.LNil)
 		return 1
@@ -257,19 +243,10 @@ func (v *vm) rSetPath(L *glua.LState) int {
 // values joined by ", " ("; " for Cookie), or nil.
 func (v *vm) headersInIndex(L *glua.LState) int {
 	req := v.request(L)
-	name := L.CheckString(2)
-	vals := req.HeadersIn().Values(name)
-	switch len(vals) {
-	case 0:
+	if val, ok := scripting.HeaderIn(req.HeadersIn(), L.CheckString(2)); ok {
+		L.Push(glua.LString(val))
+	} else {
 		L.Push(glua.LNil)
-	case 1:
-		L.Push(glua.LString(vals[0]))
-	default:
-		sep := ", "
-		if strings.EqualFold(name, "Cookie") {
-			sep = "; "
-		}
-		L.Push(glua.LString(strings.Join(vals, sep)))
 	}
 	return 1
 }

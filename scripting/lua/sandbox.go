@@ -59,12 +59,10 @@ func (v *vm) buildSandbox() {
 	str := pick(L, g.RawGetString("string").(*glua.LTable),
 		"byte", "char", "format", "len", "lower", "reverse", "sub", "upper")
 	v.origFormat = str.RawGetString("format").(*glua.LFunction)
-	for name, fn := range map[string]glua.LGFunction{
+	L.SetFuncs(str, map[string]glua.LGFunction{
 		"rep": v.strRep, "find": v.strFind, "match": v.strMatch,
 		"gmatch": v.strGmatch, "gsub": v.strGsub, "format": v.strFormat,
-	} {
-		str.RawSetString(name, L.NewFunction(fn))
-	}
+	})
 	strProxy := readOnly(L, str)
 	base.RawSetString("string", strProxy)
 	// The string metatable: method calls on strings go to the proxy.

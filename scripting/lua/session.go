@@ -13,12 +13,10 @@ import (
 func (v *vm) buildSession() {
 	L := v.L
 	methods := L.NewTable()
-	for name, fn := range map[string]glua.LGFunction{
+	L.SetFuncs(methods, map[string]glua.LGFunction{
 		"get": v.sessGet, "set": v.sessSet, "delete": v.sessDelete,
 		"destroy": v.sessDestroy, "regenerate_id": v.sessRegenerate,
-	} {
-		methods.RawSetString(name, L.NewFunction(fn))
-	}
+	})
 	v.sessUD = newObject(L, func(L *glua.LState) int {
 		L.Push(methods.RawGetString(L.CheckString(2)))
 		return 1

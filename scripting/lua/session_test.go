@@ -1,9 +1,7 @@
 package lua
 
 import (
-	"context"
 	"errors"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -12,17 +10,6 @@ import (
 	"github.com/hostd/hostd/scripting/session"
 )
 
-// sessionCookie returns the session id a response set, or "".
-func sessionCookie(t *testing.T, h http.Header) string {
-	t.Helper()
-	for _, c := range (&http.Response{Header: h}).Cookies() {
-		if c.Name == session.DefaultCookie {
-			return c.Value
-		}
-	}
-	return ""
-}
-
 func TestSessionAPI(t *testing.T) {
 	e := New(scripting.Config{})
 	defer e.Close()
@@ -30,24 +17,12 @@ func TestSessionAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	run := func(id, src string) (*scriptingtest.Request, error) {
-		t.Helper()
-		p := writeHook(t, dir, "s.lua", src)
-		req := scriptingtest.NewRequest(scriptingtest.RequestOptions{Sessions: mgr, SessionID: id})
-		_, err := e.Run(context.Background(), scripting.PhaseContent, p, req)
-		if s := req.SessionState(); s != nil && err == nil {
-			if serr := s.Save(context.Background()); serr != nil {
-				t.Fatal(serr)
-			}
-		}
-		return req, err
-	}
+	run := scriptingtest.SessionRunner(t, e, mgr, "s.lua")
 	req, err := run("", `r.session:set("user", "ann"); r.session:set("n", {1, 2, {x = true}})`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := sessionCookie(t, req.HeadersOut())
+	id := scriptingtest.SessionCookie(req.HeadersOut())
 	if id == "" {
 		t.Fatalf("no session cookie: %v", req.HeadersOut())
 	}
@@ -79,7 +54,7 @@ r:write(tostring(ok), " ", r.session:get("user"), " ", tostring(r.session:get("b
 	if err != nil {
 		t.Fatal(err)
 	}
-	id2 := sessionCookie(t, req.HeadersOut())
+	id2 := scriptingtest.SessionCookie(req.HeadersOut())
 	if id2 == "" || id2 == id {
 		t.Fatalf("regenerate_id: cookie %q (old %q)", id2, id)
 	}

@@ -79,7 +79,7 @@ func newVM(e *Engine) *vm {
 // pool (false after a timeout or an internal error).
 func (v *vm) run(ctx context.Context, phase scripting.Phase, path string, proto *glua.FunctionProto, req scripting.Request) (res scripting.Result, err error, reuse bool) {
 	L := v.L
-	v.rc.reset(ctx, v.e.timeout)
+	v.rc.reset(ctx, v.e.cfg.Limits.Timeout)
 	v.ctx, v.req, v.phase, v.path = &v.rc, req, phase, path
 	// A bare table: its hash part is only allocated when the hook sets a
 	// global (_G is a proxy in the base, see buildSandbox).

@@ -19,19 +19,7 @@ import (
 func BenchmarkHelloMruby(b *testing.B) {
 	e := New(scripting.Config{})
 	defer e.Close()
-	path := example(b, "hello.rb")
-	req := scriptingtest.NewRequest(scriptingtest.RequestOptions{})
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		req.Reset()
-		if _, err := e.Run(ctx, scripting.PhaseContent, path, req); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if req.Response() != "Hello, world!\n" {
-		b.Fatalf("body %q", req.Response())
-	}
+	scriptingtest.BenchmarkRun(b, e, example(b, "hello.rb"), "Hello, world!\n")
 }
 
 // BenchmarkHelloMrubyParallel runs hello.rb from GOMAXPROCS goroutines.

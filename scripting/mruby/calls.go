@@ -40,6 +40,9 @@ type runState struct {
 	// hostErr is the last error of a host call (ErrResponseTooLarge ...),
 	// wrapped by the run's error when the hook does not recover.
 	hostErr error
+	// out is the encoding buffer of host call results, kept by the VM
+	// across runs.
+	out []byte
 }
 
 // callError is a failed host call: an ArgumentError in Ruby when arg is
@@ -54,7 +57,10 @@ type exitStatus int
 
 //export hostdGoCall
 func hostdGoCall(h C.uintptr_t, op C.int, in *C.char, inLen C.size_t, out **C.char, outLen *C.size_t) (code C.int) {
-	var res any
+	var (
+		res any
+		rs  *runState
+	)
 	code = C.HOSTD_CALL_OK
 	func() {
 		defer func() {
@@ -62,7 +68,8 @@ func hostdGoCall(h C.uintptr_t, op C.int, in *C.char, inLen C.size_t, out **C.ch
 				res, code = fmt.Sprintf("internal error: %v", p), C.HOSTD_CALL_ERR
 			}
 		}()
-		rs, ok := cgo.Handle(h).Value().(*runState)
+		var ok bool
+		rs, ok = cgo.Handle(h).Value().(*runState)
 		if !ok {
 			res, code = "no hook run", C.HOSTD_CALL_ERR
 			return
@@ -94,7 +101,13 @@ func hostdGoCall(h C.uintptr_t, op C.int, in *C.char, inLen C.size_t, out **C.ch
 			res, code = err.Error(), C.HOSTD_CALL_ERR
 		}
 	}()
-	b := appendValue(nil, res)
+	var b []byte
+	if rs != nil {
+		b = appendValue(rs.out[:0], res)
+		rs.out = b
+	} else {
+		b = appendValue(nil, res)
+	}
 	*out = (*C.char)(C.CBytes(b))
 	*outLen = C.size_t(len(b))
 	return code
@@ -117,7 +130,7 @@ func (rs *runState) logger() *slog.Logger {
 	if l := rs.req.Logger(); l != nil {
 		return l
 	}
-	return rs.e.log
+	return rs.e.cfg.Logger
 }
 
 // args is a method's argument list.
@@ -280,7 +293,7 @@ func (rs *runState) call(op int, a args) (any, error) {
 		}
 		return nil, exitStatus(st)
 	case C.HOSTD_OP_BASIC_AUTH:
-		user, pass, ok := basicAuth(req.HeadersIn().Get("Authorization"))
+		user, pass, ok := scripting.BasicAuth(req.HeadersIn().Get("Authorization"))
 		if !ok {
 			return nil, nil
 		}
@@ -308,18 +321,10 @@ func (rs *runState) call(op int, a args) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		vals := req.HeadersIn().Values(name)
-		switch len(vals) {
-		case 0:
-			return nil, nil
-		case 1:
-			return vals[0], nil
+		if v, ok := scripting.HeaderIn(req.HeadersIn(), name); ok {
+			return v, nil
 		}
-		sep := ", "
-		if strings.EqualFold(name, "Cookie") {
-			sep = "; "
-		}
-		return strings.Join(vals, sep), nil
+		return nil, nil
 	case C.HOSTD_OP_HOUT_GET:
 		name, err := a.str(0, "r.headers_out[]")
 		if err != nil {
@@ -525,18 +530,6 @@ func queryHash(q string) map[string]any {
 		m[k] = l
 	}
 	return m
-}
-
-func basicAuth(auth string) (user, pass string, ok bool) {
-	const prefix = "basic "
-	if len(auth) < len(prefix) || !strings.EqualFold(auth[:len(prefix)], prefix) {
-		return "", "", false
-	}
-	dec, err := base64.StdEncoding.DecodeString(strings.TrimSpace(auth[len(prefix):]))
-	if err != nil {
-		return "", "", false
-	}
-	return strings.Cut(string(dec), ":")
 }
 
 // setHeader implements r.headers_out[name] = value: a String or number

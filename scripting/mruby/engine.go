@@ -14,12 +14,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
 	"runtime/cgo"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -34,12 +30,12 @@ const (
 	DefaultMaxMem   = scripting.DefaultMaxMemory
 	DefaultMaxVMs   = scripting.DefaultMaxVMs
 
-	// maxScriptSize bounds a hook file.
-	maxScriptSize = 4 << 20
 	// A VM is closed and replaced after maxRuns runs, or once runs have
 	// interned maxNewSyms symbols (mruby never frees symbols).
 	maxRuns    = 10000
 	maxNewSyms = 20000
+	// maxKeptOut bounds the host call result buffer a VM keeps.
+	maxKeptOut = 64 << 10
 )
 
 // cgoDefines are the -D flags of the #cgo CFLAGS line above; they must be
@@ -55,14 +51,11 @@ const Available = true
 // engine's pool, and no mrb_state is shared with another engine.
 type Engine struct {
 	cfg     scripting.Config
-	log     *slog.Logger
 	version atomic.Uint64
 
-	mu      sync.Mutex
-	scripts map[string]*script
+	scripts scripting.ScriptCache[script]
 
-	pool   chan *vm
-	closed atomic.Bool
+	pool *scripting.VMPool[*vm]
 }
 
 // script is the current source of a hook file and its version; each VM
@@ -70,12 +63,6 @@ type Engine struct {
 type script struct {
 	src     []byte
 	version uint64
-	modTime time.Time
-	size    int64
-	// badModTime/badSize identify a broken newer version that was
-	// already logged; the old source stays in use until the file changes.
-	badModTime time.Time
-	badSize    int64
 }
 
 // vm is one mrb_state with its compiled procs, used by one goroutine at a
@@ -84,6 +71,10 @@ type vm struct {
 	c     *C.hostd_vm
 	procs map[string]*proc
 	runs  int
+	// rs is the state of the current run, reached from C through h (made
+	// once per VM, so a run allocates neither).
+	rs runState
+	h  cgo.Handle
 }
 
 type proc struct {
@@ -100,18 +91,15 @@ var _ scripting.Engine = (*Engine)(nil)
 // defaults (see scripting.Config). VMs are made on first use.
 func New(cfg scripting.Config) *Engine {
 	cfg = cfg.WithDefaults()
-	log := cfg.Logger
 	return &Engine{
-		cfg:     cfg,
-		log:     log,
-		scripts: make(map[string]*script),
-		pool:    make(chan *vm, cfg.MaxVMs),
+		cfg:  cfg,
+		pool: scripting.NewVMPool(cfg.MaxVMs, (*vm).close),
 	}
 }
 
 // Run runs the hook file path in phase for req; see scripting.Engine.
 func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, req scripting.Request) (scripting.Result, error) {
-	if e.closed.Load() {
+	if e.pool.Closed() {
 		return scripting.Result{}, errors.New("mruby: engine is closed")
 	}
 	if err := ctx.Err(); err != nil {
@@ -127,14 +115,14 @@ func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, re
 		return scripting.Result{}, err
 	}
 	timeout := e.cfg.Limits.Timeout
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
-		timeout = time.Until(dl)
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
 	}
-	rs := &runState{e: e, ctx: ctx, phase: phase, path: path, req: req}
-	h := cgo.NewHandle(rs)
+	rs := &v.rs
+	*rs = runState{e: e, ctx: ctx, phase: phase, path: path, req: req, out: rs.out}
+	// rs is reset below, before v goes back to the pool.
 	var res C.hostd_result
-	C.hostd_vm_run(v.c, p.p, p.lastReturn, p.file, C.int64_t(timeout), C.uintptr_t(h), &res)
-	h.Delete()
+	C.hostd_vm_run(v.c, p.p, p.lastReturn, p.file, C.int64_t(timeout), C.uintptr_t(v.h), &res)
 	v.runs++
 
 	var out scripting.Result
@@ -164,6 +152,13 @@ func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, re
 	if res.msg != nil {
 		C.free(unsafe.Pointer(res.msg))
 	}
+	// Nothing of a request survives in the pooled VM but the result
+	// buffer, and that only when small.
+	buf := rs.out[:0]
+	if cap(buf) > maxKeptOut {
+		buf = nil
+	}
+	*rs = runState{out: buf}
 	if C.hostd_vm_exceeded(v.c) != 0 {
 		reuse = false
 	}
@@ -181,7 +176,7 @@ func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, re
 // Check compiles path without running it and returns a
 // *scripting.ScriptError for a syntax error.
 func (e *Engine) Check(path string) error {
-	src, _, err := readScript(path)
+	src, err := scripting.ReadScript(path)
 	if err != nil {
 		return err
 	}
@@ -200,37 +195,18 @@ func (e *Engine) Check(path string) error {
 // Close frees the idle VMs. Run must not be called after Close; VMs of
 // runs still in progress are freed when they end.
 func (e *Engine) Close() error {
-	e.closed.Store(true)
-	for {
-		select {
-		case v := <-e.pool:
-			v.close()
-		default:
-			return nil
-		}
-	}
+	e.pool.Close()
+	return nil
 }
 
 func (e *Engine) getVM() (*vm, error) {
-	select {
-	case v := <-e.pool:
+	if v, ok := e.pool.Get(); ok {
 		return v, nil
-	default:
-		return newVM(e.cfg.Limits.MaxMemory)
 	}
+	return newVM(e.cfg.Limits.MaxMemory)
 }
 
-func (e *Engine) putVM(v *vm) {
-	if e.closed.Load() {
-		v.close()
-		return
-	}
-	select {
-	case e.pool <- v:
-	default:
-		v.close()
-	}
-}
+func (e *Engine) putVM(v *vm) { e.pool.Put(v) }
 
 func newVM(maxMem int64) (*vm, error) {
 	var cerr *C.char
@@ -243,11 +219,14 @@ func newVM(maxMem int64) (*vm, error) {
 		}
 		return nil, fmt.Errorf("mruby: new VM: %s", msg)
 	}
-	return &vm{c: c, procs: make(map[string]*proc)}, nil
+	v := &vm{c: c, procs: make(map[string]*proc)}
+	v.h = cgo.NewHandle(&v.rs)
+	return v, nil
 }
 
 func (v *vm) close() {
 	C.hostd_vm_free(v.c)
+	v.h.Delete()
 	for _, p := range v.procs {
 		C.free(unsafe.Pointer(p.file))
 	}
@@ -291,53 +270,26 @@ func (v *vm) release(p *proc) {
 
 // load returns v's compiled proc of path's current version. The file is
 // re-read when its modification time or size changed; a new version that
-// does not compile is logged once and the old one stays in use.
+// does not compile (or cannot be read) is logged once and the old one
+// stays in use.
 func (e *Engine) load(path string, v *vm) (*proc, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, &scripting.ScriptError{File: path, Msg: "cannot open hook", Err: err}
-	}
-	mt, size := fi.ModTime(), fi.Size()
-	e.mu.Lock()
-	s := e.scripts[path]
-	var cur script
-	if s != nil {
-		cur = *s
-	}
-	e.mu.Unlock()
-	if s != nil && (cur.modTime.Equal(mt) && cur.size == size ||
-		cur.badModTime.Equal(mt) && cur.badSize == size) {
-		return v.procFor(path, cur.src, cur.version)
-	}
-	src, _, err := readScript(path)
-	if err != nil {
-		if s == nil {
-			return nil, err
+	s, err := e.scripts.Load(path, e.cfg.Logger, "mruby", func() (script, error) {
+		src, err := scripting.ReadScript(path)
+		if err != nil {
+			return script{}, err
 		}
-		return v.procFor(path, cur.src, cur.version)
-	}
-	version := e.version.Add(1)
-	p, err := v.compile(path, src, version)
+		version := e.version.Add(1)
+		p, err := v.compile(path, src, version)
+		if err != nil {
+			return script{}, err
+		}
+		v.install(path, p)
+		return script{src: src, version: version}, nil
+	})
 	if err != nil {
-		if s == nil {
-			return nil, err
-		}
-		e.log.Error("mruby hook has an error; still using the previous version", "err", err.Error())
-		e.mu.Lock()
-		if s2 := e.scripts[path]; s2 != nil {
-			s2.badModTime, s2.badSize = mt, size
-		}
-		e.mu.Unlock()
-		return v.procFor(path, cur.src, cur.version)
+		return nil, err
 	}
-	e.mu.Lock()
-	e.scripts[path] = &script{src: src, version: version, modTime: mt, size: size}
-	e.mu.Unlock()
-	if old := v.procs[path]; old != nil {
-		v.release(old)
-	}
-	v.procs[path] = p
-	return p, nil
+	return v.procFor(path, s.src, s.version)
 }
 
 // procFor returns the proc of path at version, compiling src on v when v
@@ -350,31 +302,16 @@ func (v *vm) procFor(path string, src []byte, version uint64) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
+	v.install(path, p)
+	return p, nil
+}
+
+// install makes p v's proc of path, releasing the one it replaces.
+func (v *vm) install(path string, p *proc) {
 	if old := v.procs[path]; old != nil {
 		v.release(old)
 	}
 	v.procs[path] = p
-	return p, nil
-}
-
-func readScript(path string) ([]byte, os.FileInfo, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, &scripting.ScriptError{File: path, Msg: "cannot open hook", Err: err}
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil, &scripting.ScriptError{File: path, Msg: "cannot read hook", Err: err}
-	}
-	src, err := io.ReadAll(io.LimitReader(f, maxScriptSize+1))
-	if err != nil {
-		return nil, nil, &scripting.ScriptError{File: path, Msg: "cannot read hook", Err: err}
-	}
-	if len(src) > maxScriptSize {
-		return nil, nil, &scripting.ScriptError{File: path, Msg: fmt.Sprintf("hook is larger than %d bytes", maxScriptSize)}
-	}
-	return src, fi, nil
 }
 
 // stripAnon removes the name of a run's anonymous top-level class

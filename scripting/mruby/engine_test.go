@@ -22,11 +22,7 @@ import (
 // writeHook writes src to name in dir and returns its path.
 func writeHook(t testing.TB, dir, name, src string) string {
 	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return scriptingtest.WriteHook(t, filepath.Join(dir, name), src)
 }
 
 // run runs src (written to a fresh file) once on e and returns the body.

@@ -3,7 +3,6 @@
 package mruby
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/hostd/hostd/scripting"
@@ -20,9 +19,5 @@ func TestExamples(t *testing.T) {
 // example returns the absolute path of examples/hooks/ruby/name.
 func example(t testing.TB, name string) string {
 	t.Helper()
-	p, err := filepath.Abs(filepath.Join("..", "..", "examples", "hooks", "ruby", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return scriptingtest.Example(t, "ruby", name)
 }

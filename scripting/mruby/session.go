@@ -13,21 +13,13 @@ import (
 
 // sessionCall runs the r.session methods; ok is false for other ops.
 func (rs *runState) sessionCall(op int, a args) (v any, err error, ok bool) {
-	var what string
 	switch op {
-	case C.HOSTD_OP_SESSION_GET:
-		what = "r.session.get"
-	case C.HOSTD_OP_SESSION_SET:
-		what = "r.session.set"
-	case C.HOSTD_OP_SESSION_DELETE:
-		what = "r.session.delete"
-	case C.HOSTD_OP_SESSION_DESTROY:
-		what = "r.session.destroy"
-	case C.HOSTD_OP_SESSION_REGENERATE_ID:
-		what = "r.session.regenerate_id"
+	case C.HOSTD_OP_SESSION_GET, C.HOSTD_OP_SESSION_SET, C.HOSTD_OP_SESSION_DELETE,
+		C.HOSTD_OP_SESSION_DESTROY, C.HOSTD_OP_SESSION_REGENERATE_ID:
 	default:
 		return nil, nil, false
 	}
+	what := opNames[op]
 	s, err := rs.req.Session()
 	if err != nil {
 		return nil, rs.hostFail(what, err), true

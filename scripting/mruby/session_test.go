@@ -3,9 +3,7 @@
 package mruby
 
 import (
-	"context"
 	"errors"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -21,32 +19,12 @@ func TestSessionAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	run := func(id, src string) (*scriptingtest.Request, error) {
-		t.Helper()
-		p := writeHook(t, dir, "s.rb", src)
-		req := scriptingtest.NewRequest(scriptingtest.RequestOptions{Sessions: mgr, SessionID: id})
-		_, err := e.Run(context.Background(), scripting.PhaseContent, p, req)
-		if s := req.SessionState(); s != nil && err == nil {
-			if serr := s.Save(context.Background()); serr != nil {
-				t.Fatal(serr)
-			}
-		}
-		return req, err
-	}
-	cookie := func(h http.Header) string {
-		for _, c := range (&http.Response{Header: h}).Cookies() {
-			if c.Name == session.DefaultCookie {
-				return c.Value
-			}
-		}
-		return ""
-	}
+	run := scriptingtest.SessionRunner(t, e, mgr, "s.rb")
 	req, err := run("", `r.session.set("user", "ann"); r.session.set("n", [1, 2, {"x" => true}])`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := cookie(req.HeadersOut())
+	id := scriptingtest.SessionCookie(req.HeadersOut())
 	if id == "" {
 		t.Fatalf("no session cookie: %v", req.HeadersOut())
 	}
@@ -58,7 +36,7 @@ func TestSessionAPI(t *testing.T) {
 		t.Fatalf("big value: %v", err)
 	}
 	req, err = run(id, `r.session.regenerate_id`)
-	id2 := cookie(req.HeadersOut())
+	id2 := scriptingtest.SessionCookie(req.HeadersOut())
 	if err != nil || id2 == "" || id2 == id {
 		t.Fatalf("regenerate_id: %q %v", id2, err)
 	}

@@ -14,6 +14,17 @@ func basicAuth(user, pass string) string {
 	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
 }
 
+// Example returns the absolute path of examples/hooks/<lang>/name, for a
+// test in a package two levels below the module root (scripting/<engine>).
+func Example(t testing.TB, lang, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "..", "examples", "hooks", lang, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // RunExamples runs the hook examples in examples/hooks/<lang>/ (name.ext)
 // through the engines newEngine makes, with the same expectations for
 // every language. dir is the examples directory of the language.

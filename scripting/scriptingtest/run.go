@@ -59,6 +59,36 @@ type Want struct {
 	ErrLine int
 }
 
+// WriteHook writes src to the file path, making its directory, and returns
+// path.
+func WriteHook(t testing.TB, path, src string) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// BenchmarkRun runs the hook file path on e in the content phase b.N times,
+// reusing one fake request, and checks the last response body is want.
+func BenchmarkRun(b *testing.B, e scripting.Engine, path, want string) {
+	req := NewRequest(RequestOptions{})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		req.Reset()
+		if _, err := e.Run(ctx, scripting.PhaseContent, path, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if req.Response() != want {
+		b.Fatalf("body %q", req.Response())
+	}
+}
+
 // Run runs every case in Cases: for each, it makes an engine with
 // newEngine (whose Config has the case's shared dictionary and a temporary
 // HookDir; the engine should honor Limits and Shared), writes the source
@@ -97,10 +127,7 @@ func RunCase(t *testing.T, c Case, newEngine func(t *testing.T, cfg scripting.Co
 	t.Cleanup(func() { eng.Close() })
 
 	if c.DataFile != "" {
-		df := filepath.Join(t.TempDir(), "data.txt")
-		if err := os.WriteFile(df, []byte(c.DataFile), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		df := WriteHook(t, filepath.Join(t.TempDir(), "data.txt"), c.DataFile)
 		h := map[string]string{"X-Data-File": df}
 		for k, v := range c.Req.Headers {
 			h[k] = v
@@ -115,18 +142,12 @@ func RunCase(t *testing.T, c Case, newEngine func(t *testing.T, cfg scripting.Co
 		if bsrc == "" {
 			t.Fatalf("no source for %s", bc.Name)
 		}
-		bpath := filepath.Join(dir, "before"+ext)
-		if err := os.WriteFile(bpath, []byte(bsrc), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		bpath := WriteHook(t, filepath.Join(dir, "before"+ext), bsrc)
 		if _, err := eng.Run(ctx, c.Phase, bpath, NewRequest(c.Req)); err != nil {
 			t.Fatalf("before script: %v", err)
 		}
 	}
-	path := filepath.Join(dir, "hook"+ext)
-	if err := os.WriteFile(path, []byte(main), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := WriteHook(t, filepath.Join(dir, "hook"+ext), main)
 	runs := max(c.Runs, 1)
 	for i := range runs {
 		req := NewRequest(c.Req)

@@ -1,8 +1,11 @@
 package scriptingtest
 
 import (
+	"context"
 	"errors"
 	"net/http"
+	"path/filepath"
+	"testing"
 
 	"github.com/hostd/hostd/scripting"
 	"github.com/hostd/hostd/scripting/session"
@@ -37,3 +40,33 @@ func (r *Request) Session() (scripting.Session, error) {
 // SessionState returns the session the hook used, or nil when it did not
 // touch r.session.
 func (r *Request) SessionState() *session.Session { return r.sess }
+
+// SessionCookie returns the session id a response set in h, or "".
+func SessionCookie(h http.Header) string {
+	for _, c := range (&http.Response{Header: h}).Cookies() {
+		if c.Name == session.DefaultCookie {
+			return c.Value
+		}
+	}
+	return ""
+}
+
+// SessionRunner returns a function that writes src as the hook name in a
+// temporary directory, runs it on e in the content phase for a request
+// with session id id from mgr, and saves the session after a successful
+// run, as host does.
+func SessionRunner(t testing.TB, e scripting.Engine, mgr *session.Manager, name string) func(id, src string) (*Request, error) {
+	dir := t.TempDir()
+	return func(id, src string) (*Request, error) {
+		t.Helper()
+		p := WriteHook(t, filepath.Join(dir, name), src)
+		req := NewRequest(RequestOptions{Sessions: mgr, SessionID: id})
+		_, err := e.Run(context.Background(), scripting.PhaseContent, p, req)
+		if s := req.SessionState(); s != nil && err == nil {
+			if serr := s.Save(context.Background()); serr != nil {
+				t.Fatal(serr)
+			}
+		}
+		return req, err
+	}
+}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package lua
+package scripting
 
 import (
 	"os"
