@@ -65,8 +65,10 @@ elseif what == "write" then
   if f then f:write("x") f:close() r:write("WROTE") else r:write("DENIED") end
 end`
 	hosttest.Write(t, dir, hosttest.Files{
-		// Admission control off: the stress test opens hundreds of connections at once.
-		"hostd.toml":            hosttest.MainConfig + "max_handshakes = -1\naccept_rate = -1\n",
+		// Admission control and the per-IP limit off: the stress test opens
+		// hundreds of connections at once (Go dials one per request until ALPN
+		// says h2).
+		"hostd.toml":            hosttest.MainConfig + "max_handshakes = -1\naccept_rate = -1\nmax_conns_per_ip = -1\n",
 		"vhosts.d/alice.toml":   vhost("alice", aliceUID),
 		"vhosts.d/bob.toml":     vhost("bob", bobUID),
 		"alice/index.html":      "alice home\n",
