@@ -102,6 +102,15 @@ func (h *Handler) ServeScript(w http.ResponseWriter, r *http.Request, s Script) 
 		stdin, contentLength = bytes.NewReader(body), int64(len(body))
 	}
 
+	if stdin != nil && r.ProtoMajor == 1 {
+		// The script's output is streamed (and flushed) while its stdin is
+		// still being copied from the request body; an HTTP/1.x server
+		// may close the body once the response headers are flushed, so
+		// the script would read a truncated body. HTTP/2 is full duplex.
+		if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
+			log.Debug("cgi: full duplex not available", "err", err)
+		}
+	}
 	ctx, cancel := context.WithTimeoutCause(r.Context(), h.timeout, errTimeout)
 	defer cancel()
 	prog, args := s.Filename, []string{s.Filename}
