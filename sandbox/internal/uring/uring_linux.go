@@ -51,15 +51,15 @@ const (
 
 	enterGetEvents = 1 << 0 // IORING_ENTER_GETEVENTS
 
-	registerProbe                 = 8
-	registerPersonality           = 9
-	unregisterPersonality         = 10
-	registerRestrictions          = 11
-	registerEnableRings           = 12
-	restrictionRegisterOp         = 0
-	restrictionSQEOp              = 1
-	restrictionSQEFlagsAllowed    = 2
-	probeOpSupported       uint16 = 1
+	registerProbe                     = 8
+	registerPersonality               = 9
+	unregisterPersonality             = 10
+	registerRestrictions              = 11
+	registerEnableRings               = 12
+	restrictionRegisterOp             = 0
+	restrictionSQEOp                  = 1
+	restrictionSQEFlagsAllowed        = 2
+	probeOpSupported           uint16 = 1
 
 	offSQRing = 0
 	offCQRing = 0x8000000
