@@ -81,6 +81,9 @@ func (s *Server) reload(ctx context.Context) (ReloadResult, error) {
 			}
 		}
 	}
+	if err := s.ensureRings(cfg); err != nil {
+		return res, err
+	}
 	if err := s.setupACME(cfg); err != nil {
 		return res, err
 	}

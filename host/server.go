@@ -34,6 +34,7 @@ type Server struct {
 	access *accessLog
 
 	spawner     *sandbox.Spawner // nil unless a vhost enables CGI
+	rings       *sandbox.Rings   // nil unless a vhost uses mode uring (gate.go)
 	routes      atomic.Pointer[routes]
 	defaultCert *tls.Certificate
 	tlsConfig   *tls.Config
@@ -101,6 +102,10 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 				return nil, fmt.Errorf("cgi spawner: %w", err)
 			}
 		}
+	}
+	if err := s.ensureRings(cfg); err != nil {
+		s.Close()
+		return nil, err
 	}
 	rt, err := s.buildRoutes(cfg)
 	if err != nil {
@@ -281,6 +286,9 @@ func (s *Server) Close() {
 		}
 		if s.spawner != nil {
 			s.spawner.Close()
+		}
+		if s.rings != nil {
+			s.rings.Close()
 		}
 		s.access.Close()
 	})

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -26,13 +25,14 @@ import (
 // background; more run in the request's own handler.
 const logSlots = 64
 
-// vhost is the serving state of one tenant: its certificate, its open
-// document root, its hook engines and handlers. It is built from an
-// immutable tenant.VHost and is safe for concurrent use.
+// vhost is the serving state of one tenant: its certificate, its file
+// gate, its hook engines and handlers. It is built from an immutable
+// tenant.VHost and is safe for concurrent use.
 type vhost struct {
 	cfg    *tenant.VHost
 	cert   *tls.Certificate
-	root   *os.Root
+	fs     *sandbox.FS // the tenant's file gate (gate.go): roots, then hooks and io_roots
+	static *sandbox.FS // fs restricted to the document root
 	logger *slog.Logger  // server log with the vhost name
 	errLog *slog.Logger  // the tenant's error log (hooks, CGI)
 	errF   *logFile      // error_log file, when configured; reopened on SIGUSR1
@@ -77,9 +77,6 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 			return nil, fmt.Errorf("certificate: %w", err)
 		}
 	}
-	if v.root, err = os.OpenRoot(vc.Root); err != nil {
-		return nil, fmt.Errorf("root: %w", err)
-	}
 	v.errLog = v.logger
 	if vc.ErrorLog != "" {
 		if v.errF, err = openLogFile(vc.ErrorLog); err != nil {
@@ -101,9 +98,14 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 		MaxWorkers:  vc.Limits.MaxWorkers,
 		IdleTimeout: vc.Limits.WorkerIdle.Std(),
 		Logger:      v.logger,
+		Rings:       s.rings,
 	}); err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
+	if v.fs, err = v.sb.NewFS(gateRoots(vc)...); err != nil {
+		return nil, fmt.Errorf("root: %w", err)
+	}
+	v.static = v.fs.Root(0)
 	if vc.CGI.Enabled {
 		var id *sandbox.Identity // nil: CGI runs as the server (mode none)
 		if mode != sandbox.ModeNone {
@@ -120,6 +122,7 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 			Timeout:       vc.Limits.CGITimeout.Std(),
 			MaxBody:       int64(vc.Limits.MaxBody),
 			Spawner:       s.spawner,
+			FS:            v.static,
 			Identity:      id,
 			SuEXEC:        id != nil,
 			MinUID:        uint32(s.cfg.MinUID()),
@@ -157,6 +160,7 @@ func (v *vhost) engine(ext string) (scripting.Engine, error) {
 		},
 		Shared: v.shared,
 		Logger: v.errLog,
+		FS:     v.fs,
 	}
 	if len(v.cfg.Hooks) > 0 {
 		cfg.HookDir = filepath.Dir(v.cfg.Hooks[0].File)
@@ -185,8 +189,8 @@ func (v *vhost) close() {
 	if v.sessions != nil {
 		v.sessions.Store().Close()
 	}
-	if v.root != nil {
-		v.root.Close()
+	if v.fs != nil {
+		v.fs.Close()
 	}
 	if v.errF != nil {
 		v.errF.Close()

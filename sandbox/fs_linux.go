@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -173,6 +174,23 @@ func (f *FS) stat(op, name string, extra int) (fs.FileInfo, error) {
 	}
 	sys.Close(fd)
 	return fileInfoFromStat(path.Base(name), &st), nil
+}
+
+// RealPath returns the absolute path, symbolic links resolved, of the file
+// name leads to (inside a root), as the kernel reports it for a descriptor
+// opened through the gate.
+func (f *FS) RealPath(name string) (string, error) {
+	var st syscall.Stat_t
+	fd, err := f.openFD("realpath", name, unix.O_PATH, 0, &st)
+	if err != nil {
+		return "", err
+	}
+	defer sys.Close(fd)
+	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		return "", &fs.PathError{Op: "realpath", Path: name, Err: err}
+	}
+	return p, nil
 }
 
 // ReadDir reads the directory name and returns its entries sorted by name.

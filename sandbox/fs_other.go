@@ -78,3 +78,6 @@ func (f *FS) Rename(oldname, newname string) error { return ErrUnsupported }
 
 // Mkdir returns ErrUnsupported.
 func (f *FS) Mkdir(name string, perm os.FileMode) error { return ErrUnsupported }
+
+// RealPath returns ErrUnsupported.
+func (f *FS) RealPath(name string) (string, error) { return "", ErrUnsupported }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
+	"os"
 	"time"
 )
 
@@ -113,6 +115,35 @@ type Engine interface {
 	Close() error
 }
 
+// FS is how an engine reaches files for a tenant; host passes the
+// tenant's *sandbox.FS, which confines names to the tenant's directories
+// and has the kernel check each operation against the tenant's identity.
+// Implementations must be safe for concurrent use.
+type FS interface {
+	OpenFile(name string, flag int, perm os.FileMode) (*os.File, error)
+	Stat(name string) (fs.FileInfo, error)
+	Remove(name string) error
+	Rename(oldname, newname string) error
+}
+
+// ErrNoFS is the error of every file operation of an engine whose Config
+// has no FS.
+var ErrNoFS = errors.New("scripting: no file access configured")
+
+// noFS is the FS of a Config without one: it refuses everything.
+type noFS struct{}
+
+func (noFS) OpenFile(name string, flag int, perm os.FileMode) (*os.File, error) {
+	return nil, &fs.PathError{Op: "open", Path: name, Err: ErrNoFS}
+}
+func (noFS) Stat(name string) (fs.FileInfo, error) {
+	return nil, &fs.PathError{Op: "stat", Path: name, Err: ErrNoFS}
+}
+func (noFS) Remove(name string) error { return &fs.PathError{Op: "remove", Path: name, Err: ErrNoFS} }
+func (noFS) Rename(oldname, newname string) error {
+	return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: ErrNoFS}
+}
+
 // Limits bound one hook run. The zero value uses the defaults.
 type Limits struct {
 	// Timeout is the wall-clock limit of one run (default 1s).
@@ -133,6 +164,10 @@ type Config struct {
 	// HookDir confines require/load of modules (the vhost's hook
 	// directory). Empty: require is not available.
 	HookDir string
+	// FS is the tenant's file gate: hook and module sources are read, and
+	// the Lua io and os functions work, only through it. nil: no file
+	// access at all (every hook fails to load).
+	FS FS
 	// Shared is the tenant's shared dictionary (hostd.shared); nil: a
 	// private one is made.
 	Shared *SharedDict

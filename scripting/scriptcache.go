@@ -12,10 +12,10 @@ import (
 // MaxScriptSize bounds a hook or module file.
 const MaxScriptSize = 4 << 20
 
-// ReadScript reads a hook file of at most MaxScriptSize bytes; errors are
-// *ScriptError.
-func ReadScript(path string) ([]byte, error) {
-	f, err := os.Open(path)
+// ReadScript reads a hook file of at most MaxScriptSize bytes through the
+// tenant's file gate; errors are *ScriptError.
+func ReadScript(fsys FS, path string) ([]byte, error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, &ScriptError{File: path, Msg: "cannot open hook", Err: err}
 	}
@@ -48,18 +48,19 @@ type cachedScript[T any] struct {
 	badSize    int64
 }
 
-// Load returns the cached form of the hook file path. When the file
-// changed since (or was never loaded), compile makes it anew; when that
-// fails and an older form is cached, the error is logged once per file
-// version (as "<lang> hook has an error; still using the previous
-// version") and the older form is returned. A missing file is a
-// *ScriptError.
-func (c *ScriptCache[T]) Load(path string, log *slog.Logger, lang string, compile func() (T, error)) (T, error) {
+// Load returns the cached form of the hook file path, which it stats
+// through fsys. When the file changed since (or was never loaded), compile
+// makes it anew; when that fails and an older form is cached, the error is
+// logged once per file version (as "<lang> hook has an error; still using
+// the previous version") and the older form is returned. A missing file is
+// a *ScriptError.
+func (c *ScriptCache[T]) Load(fsys FS, path string, log *slog.Logger, lang string, compile func() (T, error)) (T, error) {
 	var zero T
-	mt, size, err := statFile(path)
+	fi, err := fsys.Stat(path)
 	if err != nil {
 		return zero, &ScriptError{File: path, Msg: "cannot open hook", Err: err}
 	}
+	mt, size := fi.ModTime(), fi.Size()
 	c.mu.RLock()
 	s := c.m[path]
 	var cur cachedScript[T]

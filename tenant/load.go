@@ -22,9 +22,6 @@ import (
 // relative to the main file.
 const DefaultStateDir = "state"
 
-// Modes returns the sandbox modes, in the order the docs present them.
-func Modes() []string { return []string{"none", "suexec", "thread", "thread-per-request", "inline"} }
-
 // switching reports whether mode runs tenant code with the tenant's identity
 // in-process (or, for suexec, in CGI children).
 func switching(mode string) bool { return mode != "none" }
@@ -66,6 +63,7 @@ func Load(path string) (*Config, error) {
 }
 
 type loader struct {
+	env     sandboxEnv
 	errs    ErrorList
 	mainLoc *locator
 	locs    map[string]*locator
@@ -215,11 +213,14 @@ func (l *loader) loadMain(file string) *Config {
 	if s.VHosts == "" {
 		s.VHosts = "vhosts.d/*.toml"
 	}
-	if s.DefaultSandbox == "" {
-		s.DefaultSandbox = "none"
+	implicitSandbox := s.DefaultSandbox == ""
+	if implicitSandbox {
+		s.DefaultSandbox = defaultSandbox()
 	}
 	if !slices.Contains(Modes(), s.DefaultSandbox) {
 		l.add(file, line("default_sandbox"), "default_sandbox %q: want one of %s", s.DefaultSandbox, strings.Join(Modes(), ", "))
+	} else if _, msg := l.env.resolveMode(s.DefaultSandbox, "default_sandbox"); msg != "" {
+		l.add(file, line("default_sandbox"), "%s", msg)
 	}
 	if s.ReadHeaderTimeout == 0 {
 		s.ReadHeaderTimeout = Duration(10e9)
@@ -260,7 +261,8 @@ func (l *loader) loadMain(file string) *Config {
 		l.add(file, line("min_uid"), "min_uid must be at least 1")
 	}
 	dir := filepath.Dir(file)
-	cfg := &Config{File: file, Server: *s, Dir: dir, StateDir: rel(dir, s.StateDir), VHostGlob: rel(dir, s.VHosts)}
+	cfg := &Config{File: file, Server: *s, Dir: dir, StateDir: rel(dir, s.StateDir), VHostGlob: rel(dir, s.VHosts),
+		implicitSandbox: implicitSandbox}
 	if s.AccessLog != "" && s.AccessLog != "-" {
 		cfg.AccessLog = rel(dir, s.AccessLog)
 	} else {
@@ -339,11 +341,21 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 	}
 
 	v.Mode = v.Sandbox
-	if v.Mode == "" {
+	switch {
+	case v.Mode == "" && cfg.implicitSandbox && v.User == "":
+		v.Mode = "none" // the implicit "auto" isolates only vhosts that name a user
+	case v.Mode == "":
 		v.Mode = cfg.Server.DefaultSandbox
-	} else if !slices.Contains(Modes(), v.Mode) {
+	case !slices.Contains(Modes(), v.Mode):
 		l.add(file, line("sandbox"), "sandbox %q: want one of %s", v.Mode, strings.Join(Modes(), ", "))
 	}
+	v.AutoSandbox = v.Mode == "auto"
+	mode, msg := l.env.resolveMode(v.Mode, "sandbox")
+	if msg != "" && v.Sandbox != "" { // a default_sandbox error is reported once, on the main file
+		l.add(file, line("sandbox"), "%s", msg)
+	}
+	named := v.Mode // as configured, for messages
+	v.Mode = mode
 	if v.User != "" {
 		uid, gid, err := resolveIdentity(v.User, v.Group)
 		if err != nil {
@@ -356,11 +368,19 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 	if switching(v.Mode) && len(l.errs) == n {
 		switch {
 		case v.User == "":
-			l.add(file, v.line, "sandbox %q needs user (the tenant's user name or uid)", v.Mode)
+			l.add(file, v.line, "sandbox %q needs user (the tenant's user name or uid)", named)
 		case v.UID == 0 || v.GID == 0:
-			l.add(file, line("user"), "sandbox %q refuses uid/gid 0: a tenant must not run as root", v.Mode)
+			l.add(file, line("user"), "sandbox %q refuses uid/gid 0: a tenant must not run as root", named)
 		case int64(v.UID) < cfg.MinUID():
 			l.add(file, line("user"), "uid %d is below server.min_uid %d", v.UID, cfg.MinUID())
+		}
+	}
+	for i, r := range v.IORoots {
+		v.IORoots[i] = rel(dir, r)
+		if fi, err := os.Stat(v.IORoots[i]); err != nil {
+			l.add(file, line("io_roots"), "io_roots %s: %v", v.IORoots[i], unwrapPath(err))
+		} else if !fi.IsDir() {
+			l.add(file, line("io_roots"), "io_roots %s is not a directory", v.IORoots[i])
 		}
 	}
 	if v.ErrorLog != "" {

@@ -149,8 +149,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 			certSrc = v.TLSCert
 		}
 		fmt.Fprintf(stdout, "%s\taliases=%d\tsandbox=%s\t%s\troot=%s\tcert=%s\thooks=%d\n",
-			v.ServerName, len(v.Aliases), v.Mode, ident, v.Root, certSrc, len(v.Hooks))
+			v.ServerName, len(v.Aliases), modeLabel(v), ident, v.Root, certSrc, len(v.Hooks))
 	}
+	printSandboxReport(stdout)
 	fmt.Fprintf(stdout, "%s: ok, %d vhosts\n", cfg.File, len(cfg.VHosts))
 	return 0
 }
@@ -193,6 +194,7 @@ func cmdServe(args []string, stderr io.Writer) int {
 		printConfigError(stderr, err)
 		return 1
 	}
+	logSandbox(cfg, logger)
 	srv, err := host.New(cfg, host.Options{Logger: logger})
 	if err != nil {
 		logger.Error("start", "err", err)

@@ -68,7 +68,7 @@ func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, re
 // Check compiles path without running it and returns a
 // *scripting.ScriptError for a syntax error.
 func (e *Engine) Check(path string) error {
-	_, err := compileFile(path)
+	_, err := compileFile(e.cfg.FS, path)
 	return err
 }
 
@@ -92,13 +92,13 @@ func (e *Engine) putVM(v *vm) { e.pool.Put(v) }
 // modification time or size changed. A broken new version keeps the old
 // proto (logged once per version).
 func (e *Engine) load(path string) (*glua.FunctionProto, error) {
-	return e.scripts.Load(path, e.cfg.Logger, "lua", func() (*glua.FunctionProto, error) { return compileFile(path) })
+	return e.scripts.Load(e.cfg.FS, path, e.cfg.Logger, "lua", func() (*glua.FunctionProto, error) { return compileFile(e.cfg.FS, path) })
 }
 
-// compileFile parses and compiles a Lua file; errors are
+// compileFile parses and compiles a Lua file read through fsys; errors are
 // *scripting.ScriptError with the line.
-func compileFile(path string) (*glua.FunctionProto, error) {
-	src, err := scripting.ReadScript(path)
+func compileFile(fsys scripting.FS, path string) (*glua.FunctionProto, error) {
+	src, err := scripting.ReadScript(fsys, path)
 	if err != nil {
 		return nil, err
 	}

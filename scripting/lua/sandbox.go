@@ -1,7 +1,6 @@
 package lua
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -97,7 +96,8 @@ func (v *vm) buildSandbox() {
 	base.RawSetString("coroutine", readOnly(L, co))
 
 	osAll := g.RawGetString("os").(*glua.LTable)
-	osT := pick(L, osAll, "time", "clock", "date", "difftime", "remove", "rename")
+	osT := pick(L, osAll, "time", "clock", "date", "difftime")
+	L.SetFuncs(osT, map[string]glua.LGFunction{"remove": v.osRemove, "rename": v.osRename})
 	base.RawSetString("os", readOnly(L, osT))
 
 	base.RawSetString("io", readOnly(L, v.ioLib()))
@@ -230,7 +230,7 @@ func (v *vm) require(L *glua.LState) int {
 	if v.loading[name] {
 		L.RaiseError("module %q requires itself", name)
 	}
-	if _, err := os.Stat(file); err != nil {
+	if _, err := v.e.cfg.FS.Stat(file); err != nil {
 		L.RaiseError("module %q not found in the hook directory", name)
 	}
 	proto, err := v.e.load(file)

@@ -109,8 +109,10 @@ begin; Hostd.const_set(:INJECTED, 1); rescue FrozenError; end`,
 // notForRuby lists the shared cases that do not apply to mruby hooks, and
 // why.
 var notForRuby = map[string]string{
-	"io_read_file":    "mruby is built without mruby-io: hooks cannot open files",
-	"io_open_missing": "mruby is built without mruby-io: hooks cannot open files",
+	"io_read_file":           "mruby is built without mruby-io: hooks cannot open files",
+	"io_open_missing":        "mruby is built without mruby-io: hooks cannot open files",
+	"io_outside_roots":       "mruby is built without mruby-io: hooks cannot open files",
+	"io_write_rename_remove": "mruby is built without mruby-io: hooks cannot open files",
 }
 
 func TestSharedCases(t *testing.T) {

@@ -176,7 +176,7 @@ func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, re
 // Check compiles path without running it and returns a
 // *scripting.ScriptError for a syntax error.
 func (e *Engine) Check(path string) error {
-	src, err := scripting.ReadScript(path)
+	src, err := scripting.ReadScript(e.cfg.FS, path)
 	if err != nil {
 		return err
 	}
@@ -273,8 +273,8 @@ func (v *vm) release(p *proc) {
 // does not compile (or cannot be read) is logged once and the old one
 // stays in use.
 func (e *Engine) load(path string, v *vm) (*proc, error) {
-	s, err := e.scripts.Load(path, e.cfg.Logger, "mruby", func() (script, error) {
-		src, err := scripting.ReadScript(path)
+	s, err := e.scripts.Load(e.cfg.FS, path, e.cfg.Logger, "mruby", func() (script, error) {
+		src, err := scripting.ReadScript(e.cfg.FS, path)
 		if err != nil {
 			return script{}, err
 		}

@@ -73,7 +73,7 @@ func TestIsolation(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := New(scripting.Config{MaxVMs: 1})
+			e := newEngine(scripting.Config{MaxVMs: 1})
 			defer e.Close()
 			dir := t.TempDir()
 			run(t, e, dir, "first.rb", c.first)
@@ -97,7 +97,7 @@ func TestIsolation(t *testing.T) {
 // TestCoreIsFrozen checks that changing a core class fails inside the run
 // that tries, with FrozenError.
 func TestCoreIsFrozen(t *testing.T) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	defer e.Close()
 	for _, src := range []string{
 		"class ::String; def size; 0; end; end",
@@ -115,7 +115,7 @@ func TestCoreIsFrozen(t *testing.T) {
 // TestSandbox checks that the gems that reach outside the VM are not
 // built in.
 func TestSandbox(t *testing.T) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	defer e.Close()
 	cases := []struct{ src, want string }{
 		{`r.write([:IO, :File, :Socket, :TCPSocket, :ObjectSpace, :Process, :Dir].select { |c| Object.const_defined?(c) }.inspect)`, "[]"},
@@ -139,7 +139,7 @@ func TestSandbox(t *testing.T) {
 
 // TestPrintLogs checks that puts/print/p log at info, like Lua's print.
 func TestPrintLogs(t *testing.T) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	defer e.Close()
 	p := writeHook(t, t.TempDir(), "h.rb", "puts \"hello\", 1\nprint :sym\nx = p({\"a\" => 1})\nr.write(x.inspect)")
 	req := scriptingtest.NewRequest(scriptingtest.RequestOptions{})
@@ -157,7 +157,7 @@ func TestPrintLogs(t *testing.T) {
 }
 
 func TestReturnValue(t *testing.T) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	defer e.Close()
 	cases := []struct {
 		src    string
@@ -193,7 +193,7 @@ func TestReturnValue(t *testing.T) {
 // TestTimeout stops loops the script cannot escape from, and the engine
 // keeps working afterwards.
 func TestTimeout(t *testing.T) {
-	e := New(scripting.Config{Limits: scripting.Limits{Timeout: 50 * time.Millisecond}, MaxVMs: 1})
+	e := newEngine(scripting.Config{Limits: scripting.Limits{Timeout: 50 * time.Millisecond}, MaxVMs: 1})
 	defer e.Close()
 	dir := t.TempDir()
 	for _, src := range []string{
@@ -223,7 +223,7 @@ func TestTimeout(t *testing.T) {
 }
 
 func TestTimeoutFromContext(t *testing.T) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	defer e.Close()
 	p := writeHook(t, t.TempDir(), "loop.rb", "loop {}")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
@@ -238,7 +238,7 @@ func TestTimeoutFromContext(t *testing.T) {
 // TestHostileErrorValues: describing a failed run must not call the
 // hook's own methods (they would run without the time limit).
 func TestHostileErrorValues(t *testing.T) {
-	e := New(scripting.Config{Limits: scripting.Limits{Timeout: 100 * time.Millisecond}})
+	e := newEngine(scripting.Config{Limits: scripting.Limits{Timeout: 100 * time.Millisecond}})
 	defer e.Close()
 	cases := []struct{ src, want string }{
 		{"class E < StandardError\n  def to_s; loop {}; end\n  def message; loop {}; end\n  def inspect; loop {}; end\nend\nraise E, \"evil\"", "evil (E)"},
@@ -262,7 +262,7 @@ func TestHostileErrorValues(t *testing.T) {
 }
 
 func TestMemoryLimit(t *testing.T) {
-	e := New(scripting.Config{Limits: scripting.Limits{MaxMemory: 16 << 20}, MaxVMs: 1})
+	e := newEngine(scripting.Config{Limits: scripting.Limits{MaxMemory: 16 << 20}, MaxVMs: 1})
 	defer e.Close()
 	dir := t.TempDir()
 	for _, src := range []string{
@@ -283,7 +283,7 @@ func TestMemoryLimit(t *testing.T) {
 }
 
 func TestSyntaxError(t *testing.T) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	defer e.Close()
 	p := writeHook(t, t.TempDir(), "bad.rb", "r.write(\"a\")\n\nx = )\n")
 	for _, err := range []error{e.Check(p), func() error {
@@ -306,7 +306,7 @@ func TestReload(t *testing.T) {
 	var logBuf bytes.Buffer
 	var mu sync.Mutex
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logBuf, mu: &mu}, nil))
-	e := New(scripting.Config{Logger: log, MaxVMs: 2})
+	e := newEngine(scripting.Config{Logger: log, MaxVMs: 2})
 	defer e.Close()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "h.rb")
@@ -356,7 +356,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 // TestConcurrentRuns runs hooks from many goroutines on one engine.
 func TestConcurrentRuns(t *testing.T) {
-	e := New(scripting.Config{MaxVMs: 3})
+	e := newEngine(scripting.Config{MaxVMs: 3})
 	defer e.Close()
 	dir := t.TempDir()
 	p := writeHook(t, dir, "c.rb", `$n = r.vars["i"]; s = ""; 50.times { |i| s << i.to_s }; r.write($n.to_s, ":", Hostd.shared.incr("n").to_s.size > 0 ? "ok" : "")`)
@@ -411,10 +411,19 @@ func TestDefinesMatchBuild(t *testing.T) {
 }
 
 func TestClosedEngine(t *testing.T) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	p := writeHook(t, t.TempDir(), "h.rb", `r.write("x")`)
 	e.Close()
 	if _, err := e.Run(context.Background(), scripting.PhaseContent, p, scriptingtest.NewRequest(scriptingtest.RequestOptions{})); err == nil {
 		t.Fatal("Run after Close succeeded")
 	}
+}
+
+// newEngine is New with a file gate over the whole file system when cfg
+// has none (the tests' hooks live in temporary directories).
+func newEngine(cfg scripting.Config) *Engine {
+	if cfg.FS == nil {
+		cfg.FS = scriptingtest.RootFS()
+	}
+	return New(cfg)
 }

@@ -119,7 +119,10 @@ func RunCase(t *testing.T, c Case, newEngine func(t *testing.T, cfg scripting.Co
 			t.Fatal(err)
 		}
 	}
-	cfg := scripting.Config{HookDir: dir, Shared: dict}
+	// The gate's roots: the hook directory (where relative names
+	// resolve) and the data directory.
+	dataDir := t.TempDir()
+	cfg := scripting.Config{HookDir: dir, Shared: dict, FS: DirFS(t, dir, dataDir)}
 	if c.Timeout > 0 {
 		cfg.Limits.Timeout = c.Timeout
 	}
@@ -127,7 +130,7 @@ func RunCase(t *testing.T, c Case, newEngine func(t *testing.T, cfg scripting.Co
 	t.Cleanup(func() { eng.Close() })
 
 	if c.DataFile != "" {
-		df := WriteHook(t, filepath.Join(t.TempDir(), "data.txt"), c.DataFile)
+		df := WriteHook(t, filepath.Join(dataDir, "data.txt"), c.DataFile)
 		h := map[string]string{"X-Data-File": df}
 		for k, v := range c.Req.Headers {
 			h[k] = v
