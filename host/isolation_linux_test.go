@@ -217,7 +217,7 @@ func TestTenantIsolation(t *testing.T) {
 			}
 			// Lua io: alice's own files and her io_roots yes...
 			for file, want := range map[string]string{
-				"whoami.txt": "READ:alice\n",
+				"whoami.txt":                             "READ:alice\n",
 				filepath.Join(s.Dir, "alice/whoami.txt"): "READ:alice\n",
 				filepath.Join(s.Dir, "shared/open.txt"):  "READ:open\n",
 			} {

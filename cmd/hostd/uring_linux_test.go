@@ -143,4 +143,3 @@ func exitCode(err error) int {
 	}
 	return -1
 }
-
