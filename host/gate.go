@@ -3,11 +3,33 @@ package host
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"slices"
 
 	"github.com/hostd/hostd/sandbox"
+	"github.com/hostd/hostd/scripting/lua"
+	"github.com/hostd/hostd/scripting/mruby"
 	"github.com/hostd/hostd/tenant"
 )
+
+// vmPools are the server's hook VMs shared by every vhost whose sandbox
+// mode does not switch threads (uring, none, suexec): a run takes any VM
+// and leaves nothing of its tenant in it, so such a tenant costs its
+// compiled scripts, not VMs. The thread modes keep VMs per tenant.
+type vmPools struct {
+	lua   *lua.Pool
+	mruby *mruby.Pool
+}
+
+func newVMPools() *vmPools {
+	n := 4 * runtime.GOMAXPROCS(0)
+	return &vmPools{lua: lua.NewPool(n), mruby: mruby.NewPool(n)}
+}
+
+func (p *vmPools) close() {
+	p.lua.Close()
+	p.mruby.Close()
+}
 
 // gateRoots are the directories a vhost's file gate allows, in order: the
 // document root (where relative names resolve, and the only root static

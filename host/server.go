@@ -35,6 +35,7 @@ type Server struct {
 
 	spawner     *sandbox.Spawner // nil unless a vhost enables CGI
 	rings       *sandbox.Rings   // nil unless a vhost uses mode uring (gate.go)
+	vms         *vmPools         // hook VMs shared by the vhosts that do not switch threads (gate.go)
 	routes      atomic.Pointer[routes]
 	defaultCert *tls.Certificate
 	tlsConfig   *tls.Config
@@ -83,7 +84,7 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, logger: logger}
+	s := &Server{cfg: cfg, logger: logger, vms: newVMPools()}
 	access, err := openAccessLog(cfg.AccessLog)
 	if err != nil {
 		return nil, err
@@ -290,6 +291,7 @@ func (s *Server) Close() {
 		if s.rings != nil {
 			s.rings.Close()
 		}
+		s.vms.close()
 		s.access.Close()
 	})
 }

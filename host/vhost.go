@@ -46,6 +46,7 @@ type vhost struct {
 	hooks    [scripting.PhaseLog + 1][]hook
 
 	sb  *sandbox.Tenant // runs the request path with the tenant's identity
+	vms *vmPools        // the server's shared hook VMs; nil: VMs of the vhost's own
 	cgi *cgi.Handler    // nil unless [cgi] enabled
 
 	logSlots chan struct{}
@@ -55,6 +56,7 @@ type vhost struct {
 func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 	v := &vhost{
 		cfg:      vc,
+		vms:      s.vms,
 		logger:   s.logger.With("vhost", vc.ServerName),
 		limit:    s.limits.counter(vc.ServerName),
 		engines:  make(map[string]scripting.Engine),
@@ -165,11 +167,17 @@ func (v *vhost) engine(ext string) (scripting.Engine, error) {
 	if len(v.cfg.Hooks) > 0 {
 		cfg.HookDir = filepath.Dir(v.cfg.Hooks[0].File)
 	}
+	// The thread modes keep VMs per tenant, touched by its threads only.
+	shared := v.vms != nil && !sandbox.Mode(v.cfg.Mode).Switches()
 	var e scripting.Engine
-	switch ext {
-	case ".lua":
+	switch {
+	case ext == ".lua" && shared:
+		e = v.vms.lua.Engine(cfg)
+	case ext == ".lua":
 		e = lua.New(cfg)
-	case ".rb":
+	case ext == ".rb" && shared:
+		e = v.vms.mruby.Engine(cfg)
+	case ext == ".rb":
 		e = mruby.New(cfg)
 	default:
 		return nil, fmt.Errorf("no engine for %s hooks", ext)

@@ -98,10 +98,13 @@ type Result struct {
 func (r Result) Done() bool { return r.Status != 0 }
 
 // Engine runs hook scripts of one language for one tenant. Run may be
-// called concurrently; each call uses its own VM from the tenant's pool,
-// and no VM is ever shared with another tenant. Run executes on the
-// caller's goroutine (which host has locked to a thread carrying the
-// tenant's identity) and never starts goroutines.
+// called concurrently; each call uses a VM of its own for the run, from
+// the tenant's pool or from a pool shared by many tenants: a run executes
+// the tenant's compiled script in a fresh environment with the tenant's
+// limits, file gate and shared dictionary, and leaves nothing of the
+// tenant in the VM. Run executes on the caller's goroutine (in the thread
+// modes one host has locked to a thread carrying the tenant's identity)
+// and never starts goroutines.
 type Engine interface {
 	// Run runs the script file path (absolute) in phase for req. The
 	// script is compiled once and recompiled when the file changes; a

@@ -70,27 +70,47 @@ func TestIsolation(t *testing.T) {
 		{"request object ivar", `r.instance_variable_set(:@leak, 1)`, `r.write(r.instance_variable_get(:@leak).inspect)`, "nil"},
 		{"frozen constant string", `RUBY_VERSION << "-leak"`, `r.write(RUBY_VERSION.include?("leak").to_s)`, "false"},
 		{"Struct named class", `Struct.new("Leak", :a)`, `r.write(Struct.const_defined?(:Leak).to_s)`, "false"},
+		{"srand", `srand(7)`, "a = rand(1 << 30)\nsrand(7)\nr.write((a == rand(1 << 30)).to_s)", "false"},
+		{"GC.disable", `GC.disable rescue nil`, `r.write(GC.respond_to?(:disable).to_s)`, "false"},
+		{"ivar on a constant's object", `RUBY_VERSION.instance_variable_set(:@x, 1) rescue nil`, `r.write(RUBY_VERSION.instance_variable_get(:@x).inspect)`, "nil"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
+	// One tenant's engine with one VM; then two tenants' engines sharing
+	// a pool of one VM (carol runs first, dave second, on the same
+	// mrb_state).
+	pool := NewPool(1)
+	defer pool.Close()
+	engines := map[string]func() (first, second *Engine){
+		"same tenant": func() (*Engine, *Engine) {
 			e := newEngine(scripting.Config{MaxVMs: 1})
-			defer e.Close()
-			dir := t.TempDir()
-			run(t, e, dir, "first.rb", c.first)
-			for i := range 2 { // another script, then the first one's file again
-				name := "second.rb"
-				if i == 1 {
-					name = "first.rb"
+			return e, e
+		},
+		"across tenants": func() (*Engine, *Engine) {
+			return pool.Engine(scripting.Config{FS: scriptingtest.RootFS()}), pool.Engine(scripting.Config{FS: scriptingtest.RootFS()})
+		},
+	}
+	for how, mk := range engines {
+		for _, c := range cases {
+			t.Run(how+"/"+c.name, func(t *testing.T) {
+				carol, dave := mk()
+				defer carol.Close()
+				defer dave.Close()
+				dir := t.TempDir()
+				run(t, carol, dir, "first.rb", c.first)
+				for i := range 2 { // another script, then the first one's file again
+					name := "second.rb"
+					if i == 1 {
+						name = "first.rb"
+					}
+					body, _, err := run(t, dave, dir, name, c.second)
+					if err != nil {
+						t.Fatalf("run %d: %v", i, err)
+					}
+					if body != c.want {
+						t.Errorf("run %d: got %q, want %q", i, body, c.want)
+					}
 				}
-				body, _, err := run(t, e, dir, name, c.second)
-				if err != nil {
-					t.Fatalf("run %d: %v", i, err)
-				}
-				if body != c.want {
-					t.Errorf("run %d: got %q, want %q", i, body, c.want)
-				}
-			}
-		})
+			})
+		}
 	}
 }
 
