@@ -100,9 +100,9 @@ r.write(" ", d.get("k").inspect)`,
 	"stdlib_changes_do_not_leak/before": `begin; String.class_eval { def hacked; 1; end }; rescue FrozenError; end
 begin; Array.send(:remove_method, :push); rescue FrozenError, NameError; end
 begin; class ::String; def hacked; 1; end; end; rescue FrozenError; end`,
-	"stdlib_changes_do_not_leak": `r.write("x".respond_to?(:hacked) ? "1" : "nil", " ", [].respond_to?(:push) ? "function" : "nil", " ", "x".respond_to?(:hacked) ? "1" : "nil")`,
-	"functions_do_not_leak/before": "def helper; \"leak\"; end\nSECRET = 1\nbegin; r.instance_variable_set(:@leak, 1); rescue; end",
-	"functions_do_not_leak": `r.write(respond_to?(:helper, true) ? "leak" : "nil", " ", r.instance_variable_get(:@leak).inspect)`,
+	"stdlib_changes_do_not_leak":     `r.write("x".respond_to?(:hacked) ? "1" : "nil", " ", [].respond_to?(:push) ? "function" : "nil", " ", "x".respond_to?(:hacked) ? "1" : "nil")`,
+	"functions_do_not_leak/before":   "def helper; \"leak\"; end\nSECRET = 1\nbegin; r.instance_variable_set(:@leak, 1); rescue; end",
+	"functions_do_not_leak":          `r.write(respond_to?(:helper, true) ? "leak" : "nil", " ", r.instance_variable_get(:@leak).inspect)`,
 	"prng_seed_does_not_leak/before": `srand(42)`,
 	// The first rand after srand(42) is known: the previous run's seed
 	// must be gone.
