@@ -36,6 +36,7 @@ type Server struct {
 	spawner     *sandbox.Spawner // nil unless a vhost enables CGI
 	rings       *sandbox.Rings   // nil unless a vhost uses mode uring (gate.go)
 	vms         *vmPools         // hook VMs shared by the vhosts that do not switch threads (gate.go)
+	dirs        sandbox.Dirs     // the vhosts' gate roots, each directory open once
 	routes      atomic.Pointer[routes]
 	defaultCert *tls.Certificate
 	tlsConfig   *tls.Config

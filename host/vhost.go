@@ -101,6 +101,7 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 		IdleTimeout: vc.Limits.WorkerIdle.Std(),
 		Logger:      v.logger,
 		Rings:       s.rings,
+		Dirs:        &s.dirs,
 	}); err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}

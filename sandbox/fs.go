@@ -39,7 +39,8 @@ import (
 type FS struct {
 	roots []*fsRoot
 	b     backend
-	view  bool // a Root view: Close does nothing
+	dirs  *Dirs // where shared roots come from; nil: roots of its own
+	view  bool  // a Root view: Close does nothing
 }
 
 // fsRoot is one allowed directory.
@@ -47,6 +48,10 @@ type fsRoot struct {
 	path string // as configured, cleaned and absolute
 	real string // path with symlinks resolved ("" when equal to path)
 	fd   int    // O_PATH|O_DIRECTORY descriptor
+
+	// Guarded by the Dirs' lock when shared.
+	refs   int  // gates using it
+	shared bool // in a Dirs' map
 }
 
 // gateError is an error of the gate itself; it counts as a permission
@@ -86,7 +91,7 @@ func (f *FS) Roots() []string {
 // descriptors and identity; the view's Close does nothing, and it must not
 // be used after f is closed.
 func (f *FS) Root(i int) *FS {
-	return &FS{roots: f.roots[i : i+1], b: f.b, view: true}
+	return &FS{roots: f.roots[i : i+1], b: f.b, dirs: f.dirs, view: true}
 }
 
 // resolve maps name to a root and a name relative to it.

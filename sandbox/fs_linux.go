@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -51,45 +52,116 @@ func (directBackend) mkdir(dirfd int, path string, mode uint32) error {
 
 // newFS opens roots (with the caller's identity: they are operator
 // configuration) and returns a gate using b.
-func newFS(roots []string, b backend) (*FS, error) {
+func newFS(roots []string, b backend, dirs *Dirs) (*FS, error) {
 	paths, err := cleanRoots(roots)
 	if err != nil {
 		return nil, err
 	}
-	f := &FS{b: b}
+	f := &FS{b: b, dirs: dirs}
 	for _, p := range paths {
-		fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		r, err := dirs.open(p)
 		if err != nil {
 			f.Close()
 			return nil, &fs.PathError{Op: "open root", Path: p, Err: err}
-		}
-		r := &fsRoot{path: p, fd: fd}
-		if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
-			r.real = real
 		}
 		f.roots = append(f.roots, r)
 	}
 	return f, nil
 }
 
+// openRoot opens the directory p as a root.
+func openRoot(p string) (*fsRoot, error) {
+	fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	r := &fsRoot{path: p, fd: fd, refs: 1}
+	if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
+		r.real = real
+	}
+	return r, nil
+}
+
 // NewDirectFS returns a gate over roots whose operations run on the
 // calling thread with its credentials (what ModeNone and the thread modes
 // use; see Tenant.NewFS). It is exported for tools and tests.
-func NewDirectFS(roots ...string) (*FS, error) { return newFS(roots, directBackend{}) }
+func NewDirectFS(roots ...string) (*FS, error) { return newFS(roots, directBackend{}, nil) }
 
-// Close closes the root descriptors. Close of a Root view does nothing.
+// Close closes the root descriptors (or drops its references to shared
+// ones). Close of a Root view does nothing.
 func (f *FS) Close() error {
 	if f.view {
 		return nil
 	}
 	var err error
 	for _, r := range f.roots {
-		if r.fd >= 0 {
-			err = errors.Join(err, sys.Close(r.fd))
-			r.fd = -1
-		}
+		err = errors.Join(err, f.dirs.close(r))
 	}
+	f.roots = nil
 	return err
+}
+
+// Dirs is a server's set of open root directories, shared by its vhosts'
+// gates (Options.Dirs): a directory many vhosts use as a root (one
+// document root for many names, a shared hook directory) is opened once
+// and closed with its last gate. A directory whose path leads elsewhere
+// since it was opened (replaced, renamed) is opened anew. The zero value
+// and nil work (nil shares nothing). It is safe for concurrent use.
+type Dirs struct {
+	mu sync.Mutex
+	m  map[string]*fsRoot
+}
+
+// Len returns how many directories are open.
+func (d *Dirs) Len() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.m)
+}
+
+// open returns the root for path p, shared when d has it open.
+func (d *Dirs) open(p string) (*fsRoot, error) {
+	if d == nil {
+		return openRoot(p)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if r := d.m[p]; r != nil {
+		var st, cur syscall.Stat_t
+		if syscall.Stat(p, &cur) == nil && sys.Fstat(r.fd, &st) == nil && st.Dev == cur.Dev && st.Ino == cur.Ino {
+			r.refs++
+			return r, nil
+		}
+		delete(d.m, p) // stale: its gates keep it until they close
+		r.shared = false
+	}
+	r, err := openRoot(p)
+	if err != nil {
+		return nil, err
+	}
+	if d.m == nil {
+		d.m = make(map[string]*fsRoot)
+	}
+	r.shared = true
+	d.m[p] = r
+	return r, nil
+}
+
+// close drops a reference to r, closing it with the last one.
+func (d *Dirs) close(r *fsRoot) error {
+	if d != nil {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+	}
+	if r.refs--; r.refs > 0 {
+		return nil
+	}
+	if d != nil && r.shared && d.m[r.path] == r {
+		delete(d.m, r.path)
+	}
+	fd := r.fd
+	r.fd = -1
+	return sys.Close(fd)
 }
 
 // openErr wraps an error of an open, naming escapes.
@@ -367,7 +439,7 @@ func readSysctl(p string) string {
 // thread modes. The roots are opened now, with the caller's identity.
 func (t *Tenant) NewFS(roots ...string) (*FS, error) {
 	if t.pers != nil {
-		return newFS(roots, uringBackend{t.pers})
+		return newFS(roots, uringBackend{t.pers}, t.dirs)
 	}
-	return newFS(roots, directBackend{})
+	return newFS(roots, directBackend{}, t.dirs)
 }

@@ -396,3 +396,54 @@ func TestURingRefusesMissingRings(t *testing.T) {
 		t.Fatalf("NewTenant without rings: %v", err)
 	}
 }
+
+// TestDirsShareRoots: gates over the same directory share one descriptor
+// through a Dirs; a directory replaced since is opened anew; the last
+// gate closes it.
+func TestDirsShareRoots(t *testing.T) {
+	base := gateTree(t)
+	root := filepath.Join(base, "root")
+	var dirs sandbox.Dirs
+	mk := func() *sandbox.FS {
+		tn, err := sandbox.NewTenant(sandbox.Options{Dirs: &dirs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := tn.NewFS(root, filepath.Join(base, "extra"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	a, b := mk(), mk()
+	if n := dirs.Len(); n != 2 {
+		t.Fatalf("two gates over the same two directories: %d open, want 2", n)
+	}
+	// Replace the document root: a new gate sees the new directory, the
+	// old ones keep theirs.
+	if err := os.Rename(root, root+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, "f.txt"), []byte("new"), 0o644)
+	c := mk()
+	for g, want := range map[*sandbox.FS]string{a: "f", b: "f", c: "new"} {
+		f, err := g.Open("f.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readAll(f); got != want {
+			t.Errorf("f.txt: %q, want %q", got, want)
+		}
+	}
+	for _, g := range []*sandbox.FS{a, b, c} {
+		if err := g.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := dirs.Len(); n != 0 {
+		t.Errorf("after closing every gate: %d open", n)
+	}
+}

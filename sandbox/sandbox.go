@@ -98,6 +98,9 @@ type Options struct {
 	// Rings are the server's io_uring rings; required for ModeUring, on
 	// which NewTenant registers the tenant's personality.
 	Rings *Rings
+	// Dirs, when set, shares the root directories of the tenant's gates
+	// (NewFS) with other tenants' gates using the same directories.
+	Dirs *Dirs
 }
 
 // Defaults for Options.

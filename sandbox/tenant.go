@@ -18,6 +18,7 @@ type Tenant struct {
 	mode        Mode
 	id          Identity
 	pers        *personality // ModeUring: the tenant's credentials on the rings
+	dirs        *Dirs        // shared gate roots, or nil
 	maxWorkers  int
 	idleTimeout time.Duration
 	logger      *slog.Logger
@@ -89,6 +90,7 @@ func NewTenant(opts Options) (*Tenant, error) {
 		maxWorkers:  opts.MaxWorkers,
 		idleTimeout: opts.IdleTimeout,
 		logger:      opts.Logger,
+		dirs:        opts.Dirs,
 	}
 	if t.maxWorkers == 0 {
 		t.maxWorkers = DefaultMaxWorkers
