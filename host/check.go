@@ -34,6 +34,9 @@ func Check(cfg *tenant.Config) error {
 func checkHooks(cfg *tenant.Config) tenant.ErrorList {
 	var errs tenant.ErrorList
 	canSwitch := sandbox.CanSwitch() == nil
+	// One set of VMs compiles every vhost's hooks.
+	vms := newVMPools()
+	defer vms.close()
 	for _, vc := range cfg.VHosts {
 		if len(vc.Hooks) == 0 {
 			continue
@@ -55,7 +58,7 @@ func checkHooks(cfg *tenant.Config) tenant.ErrorList {
 			errs = append(errs, &tenant.Error{File: vc.File, Msg: fmt.Sprintf("root: %v", err)})
 			continue
 		}
-		v := &vhost{cfg: vc, fs: gate, engines: make(map[string]scripting.Engine), errLog: slog.New(slog.DiscardHandler)}
+		v := &vhost{cfg: vc, fs: gate, vms: vms, checking: true, engines: make(map[string]scripting.Engine), errLog: slog.New(slog.DiscardHandler)}
 		err = tn.Run(context.Background(), func() { errs = append(errs, v.checkHooks()...) })
 		if err != nil {
 			errs = append(errs, &tenant.Error{File: vc.File, Msg: fmt.Sprintf("checking hooks: %v", err)})

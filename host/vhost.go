@@ -47,6 +47,9 @@ type vhost struct {
 
 	sb  *sandbox.Tenant // runs the request path with the tenant's identity
 	vms *vmPools        // the server's shared hook VMs; nil: VMs of the vhost's own
+	// checking is set on the throwaway vhosts of Check, which compile
+	// every vhost's hooks on one set of VMs.
+	checking bool
 	cgi *cgi.Handler    // nil unless [cgi] enabled
 
 	logSlots chan struct{}
@@ -169,7 +172,7 @@ func (v *vhost) engine(ext string) (scripting.Engine, error) {
 		cfg.HookDir = filepath.Dir(v.cfg.Hooks[0].File)
 	}
 	// The thread modes keep VMs per tenant, touched by its threads only.
-	shared := v.vms != nil && !sandbox.Mode(v.cfg.Mode).Switches()
+	shared := v.vms != nil && (v.checking || !sandbox.Mode(v.cfg.Mode).Switches())
 	var e scripting.Engine
 	switch {
 	case ext == ".lua" && shared:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -174,7 +175,33 @@ func compileSource(path string, src []byte) (*glua.FunctionProto, error) {
 	// A hook gets no arguments: drop the Lua 5.0 "arg" table that
 	// gopher-lua would build for the main chunk on every call.
 	proto.IsVarArg &^= glua.VarArgNeedsArg
+	shrinkProto(proto)
 	return proto, nil
+}
+
+// shrinkProto trims the slices of a compiled function and its nested ones
+// to their length: gopher-lua's compiler leaves them with the capacity of
+// its work buffers (about 16 KB per function, most of a small hook's
+// compiled form, kept for as long as the script is cached, per tenant).
+func shrinkProto(p *glua.FunctionProto) {
+	p.Code = clip(p.Code)
+	p.Constants = clip(p.Constants)
+	p.FunctionPrototypes = clip(p.FunctionPrototypes)
+	p.DbgSourcePositions = clip(p.DbgSourcePositions)
+	p.DbgLocals = clip(p.DbgLocals)
+	p.DbgCalls = clip(p.DbgCalls)
+	p.DbgUpvalues = clip(p.DbgUpvalues)
+	for _, c := range p.FunctionPrototypes {
+		shrinkProto(c)
+	}
+}
+
+// clip returns a copy of s with no spare capacity (nil when empty).
+func clip[S ~[]E, E any](s S) S {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
 }
 
 // scriptError converts a Lua run-time error into a *scripting.ScriptError,
