@@ -131,7 +131,8 @@ func memoryRun(o memoryOptions, mode string) (res memoryResult) {
 		return res
 	}
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
-	addr, err := servingAddr(stderr, 10*time.Minute)
+	logTail := &tailWriter{max: 20}
+	addr, err := servingAddr(io.TeeReader(stderr, logTail), 10*time.Minute)
 	if err != nil {
 		res.err = err
 		return res
@@ -159,7 +160,40 @@ func memoryRun(o memoryOptions, mode string) (res memoryResult) {
 	res.served, res.failed = int(served.Load()), int(failed.Load())
 	time.Sleep(time.Second)
 	res.rssWarm, res.hwm, res.threads = procMemory(pid)
+	if res.rssWarm == 0 {
+		res.err = fmt.Errorf("the server died: %s", logTail.String())
+	}
 	return res
+}
+
+// tailWriter keeps the last max lines written to it; it is safe for
+// concurrent use.
+type tailWriter struct {
+	mu    sync.Mutex
+	max   int
+	lines []string
+	part  string
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.part + string(p)
+	parts := strings.Split(s, "\n")
+	t.part = parts[len(parts)-1]
+	for _, l := range parts[:len(parts)-1] {
+		t.lines = append(t.lines, l)
+		if len(t.lines) > t.max {
+			t.lines = t.lines[1:]
+		}
+	}
+	return len(p), nil
+}
+
+func (t *tailWriter) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.Join(append(t.lines, t.part), " | ")
 }
 
 // warmCertificates starts the server once so that it generates and stores
