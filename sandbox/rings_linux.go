@@ -256,13 +256,15 @@ func (pers *personality) submit(prep func(s *uring.Scratch, sqe *uring.SQE) erro
 	}
 	slot, i := pers.rings.acquire()
 	defer slot.mu.Unlock()
-	var sqe uring.SQE
-	if err := prep(slot.r.Scratch(), &sqe); err != nil {
+	s := slot.r.Scratch()
+	sqe := &s.SQE // ring memory: no allocation per operation
+	*sqe = uring.SQE{}
+	if err := prep(s, sqe); err != nil {
 		return 0, err
 	}
 	sqe.Personality = pers.ids[i]
 	for again := 0; ; again++ {
-		res, err := slot.r.Submit(&sqe)
+		res, err := slot.r.Submit(sqe)
 		if err != nil {
 			return 0, err
 		}

@@ -164,10 +164,11 @@ type Ring struct {
 }
 
 // Scratch holds an operation's arguments while it is submitted: two
-// NUL-terminated paths and an open_how.
+// NUL-terminated paths, an open_how and the SQE itself.
 type Scratch struct {
 	Path [2][unix.PathMax + 1]byte
 	How  unix.OpenHow
+	SQE  SQE
 }
 
 // New sets up a ring with room for entries submissions, restricted to Ops

@@ -190,3 +190,16 @@ func TestPersonality(t *testing.T) {
 		t.Fatalf("nop with an unregistered personality: %d, want -EINVAL", res)
 	}
 }
+
+// TestCloseOnExec: a child process must never inherit a ring (it would
+// inherit every personality registered on it).
+func TestCloseOnExec(t *testing.T) {
+	r := newRing(t)
+	flags, err := unix.FcntlInt(uintptr(r.FD()), unix.F_GETFD, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flags&unix.FD_CLOEXEC == 0 {
+		t.Fatal("the ring's descriptor is not close-on-exec")
+	}
+}
