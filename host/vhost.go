@@ -47,13 +47,14 @@ type vhost struct {
 
 	sb  *sandbox.Tenant // runs the request path with the tenant's identity
 	vms *vmPools        // the server's shared hook VMs; nil: VMs of the vhost's own
-	// checking is set on the throwaway vhosts of Check, which compile
-	// every vhost's hooks on one set of VMs.
-	checking bool
 	cgi *cgi.Handler    // nil unless [cgi] enabled
 
 	logSlots chan struct{}
 	logWG    sync.WaitGroup
+
+	// checking is set on the throwaway vhosts of Check, which compile
+	// every vhost's hooks on one set of VMs.
+	checking bool
 }
 
 func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
