@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // FS is a tenant's file gate: every file operation hostd performs on a
@@ -39,9 +40,31 @@ import (
 type FS struct {
 	roots []*fsRoot
 	b     backend
-	dirs  *Dirs // where shared roots come from; nil: roots of its own
-	view  bool  // a Root view: Close does nothing
+	dirs  *Dirs    // where shared roots come from; nil: roots of its own
+	st    *fsState // shared with the Root views
+	view  bool     // a Root view: Close does nothing
 }
+
+// fsState is a gate's open/closed state: operations hold mu for reading
+// while they use the roots' descriptors, Close for writing, so no
+// descriptor is closed (and its number reused for another directory) while
+// an operation resolves beneath it.
+type fsState struct {
+	mu     sync.RWMutex
+	closed bool
+}
+
+// enter starts an operation on f; leave must follow unless it fails.
+func (f *FS) enter() error {
+	f.st.mu.RLock()
+	if f.st.closed {
+		f.st.mu.RUnlock()
+		return ErrFSClosed
+	}
+	return nil
+}
+
+func (f *FS) leave() { f.st.mu.RUnlock() }
 
 // fsRoot is one allowed directory.
 type fsRoot struct {
@@ -72,8 +95,8 @@ var (
 	ErrEscapes error = &gateError{"path escapes the tenant's directory"}
 	// ErrNotRegular is returned by opens of FIFOs, sockets and devices.
 	ErrNotRegular error = &gateError{"not a regular file or directory"}
-	// ErrFSClosed is returned by operations after the gate's tenant (for
-	// ModeUring, its personality) was closed.
+	// ErrFSClosed is returned by operations after the gate, or its
+	// tenant's personality (ModeUring), was closed.
 	ErrFSClosed error = &gateError{"the tenant's file gate is closed"}
 )
 
@@ -91,7 +114,7 @@ func (f *FS) Roots() []string {
 // descriptors and identity; the view's Close does nothing, and it must not
 // be used after f is closed.
 func (f *FS) Root(i int) *FS {
-	return &FS{roots: f.roots[i : i+1], b: f.b, dirs: f.dirs, view: true}
+	return &FS{roots: f.roots[i : i+1], b: f.b, dirs: f.dirs, st: f.st, view: true}
 }
 
 // resolve maps name to a root and a name relative to it.

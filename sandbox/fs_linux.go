@@ -57,7 +57,7 @@ func newFS(roots []string, b backend, dirs *Dirs) (*FS, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &FS{b: b, dirs: dirs}
+	f := &FS{b: b, dirs: dirs, st: new(fsState)}
 	for _, p := range paths {
 		r, err := dirs.open(p)
 		if err != nil {
@@ -88,16 +88,22 @@ func openRoot(p string) (*fsRoot, error) {
 func NewDirectFS(roots ...string) (*FS, error) { return newFS(roots, directBackend{}, nil) }
 
 // Close closes the root descriptors (or drops its references to shared
-// ones). Close of a Root view does nothing.
+// ones) once no operation uses them; later operations fail with
+// ErrFSClosed. Close of a Root view does nothing.
 func (f *FS) Close() error {
 	if f.view {
 		return nil
 	}
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
+	if f.st.closed {
+		return nil
+	}
+	f.st.closed = true
 	var err error
 	for _, r := range f.roots {
 		err = errors.Join(err, f.dirs.close(r))
 	}
-	f.roots = nil
 	return err
 }
 
@@ -176,6 +182,10 @@ func openErr(op, name string, err error) error {
 // only regular files and directories are accepted, unless flags has
 // O_PATH.
 func (f *FS) openFD(op, name string, flags int, perm os.FileMode, st *syscall.Stat_t) (int, error) {
+	if err := f.enter(); err != nil {
+		return -1, &fs.PathError{Op: op, Path: name, Err: err}
+	}
+	defer f.leave()
 	root, rel, err := f.resolve(name)
 	if err != nil {
 		return -1, &fs.PathError{Op: op, Path: name, Err: err}
@@ -305,6 +315,10 @@ func (f *FS) parent(op, name string) (fd int, owned bool, base string, err error
 
 // Remove removes the file or empty directory name (not a root itself).
 func (f *FS) Remove(name string) error {
+	if err := f.enter(); err != nil {
+		return &fs.PathError{Op: "remove", Path: name, Err: err}
+	}
+	defer f.leave()
 	dfd, owned, base, err := f.parent("remove", name)
 	if err != nil {
 		return err
@@ -330,6 +344,10 @@ func (f *FS) Remove(name string) error {
 // Rename renames oldname to newname (both through the gate; they may lie
 // in different roots of the same file system).
 func (f *FS) Rename(oldname, newname string) error {
+	if err := f.enter(); err != nil {
+		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: err}
+	}
+	defer f.leave()
 	ofd, oowned, obase, err := f.parent("rename", oldname)
 	if err != nil {
 		return err
@@ -352,6 +370,10 @@ func (f *FS) Rename(oldname, newname string) error {
 
 // Mkdir makes the directory name with permissions perm (before umask).
 func (f *FS) Mkdir(name string, perm os.FileMode) error {
+	if err := f.enter(); err != nil {
+		return &fs.PathError{Op: "mkdir", Path: name, Err: err}
+	}
+	defer f.leave()
 	dfd, owned, base, err := f.parent("mkdir", name)
 	if err != nil {
 		return err

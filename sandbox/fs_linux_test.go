@@ -447,3 +447,33 @@ func TestDirsShareRoots(t *testing.T) {
 		t.Errorf("after closing every gate: %d open", n)
 	}
 }
+
+// TestGateCloseWhileInUse: closing a gate while operations run on other
+// goroutines is safe (go test -race) and fails later operations cleanly.
+func TestGateCloseWhileInUse(t *testing.T) {
+	base := gateTree(t)
+	g, err := sandbox.NewDirectFS(filepath.Join(base, "root"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := g.Root(0)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 200 {
+				if f, err := view.Open("f.txt"); err == nil {
+					f.Close()
+				} else if !errors.Is(err, sandbox.ErrFSClosed) {
+					t.Error(err)
+					return
+				}
+				view.Stat("sub")
+			}
+		})
+	}
+	g.Close()
+	wg.Wait()
+	if _, err := view.Open("f.txt"); !errors.Is(err, sandbox.ErrFSClosed) {
+		t.Errorf("after Close: %v, want ErrFSClosed", err)
+	}
+}
