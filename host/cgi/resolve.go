@@ -23,6 +23,25 @@ import (
 // Resolve runs with the server's identity; it only stats files. It is safe
 // for concurrent use.
 func (h *Handler) Resolve(urlPath string) (Script, error) {
+	return resolve(h.root, urlPath, func(ext string) (string, bool) {
+		interp, ok := h.interps[ext]
+		return interp, ok || slices.Contains(h.exts, ext)
+	})
+}
+
+// Resolve maps urlPath to a script under root like Handler.Resolve, for a
+// handler whose scripts are the regular files with one of exts (such as
+// the PHP pool's ".php"); Script.Interpreter is empty. It is safe for
+// concurrent use.
+func Resolve(root, urlPath string, exts []string) (Script, error) {
+	return resolve(filepath.Clean(root), urlPath, func(ext string) (string, bool) {
+		return "", slices.Contains(exts, ext)
+	})
+}
+
+// resolve walks urlPath under root; isScript says whether a file extension
+// is a script's and which interpreter runs it.
+func resolve(root, urlPath string, isScript func(ext string) (string, bool)) (Script, error) {
 	if !strings.HasPrefix(urlPath, "/") || strings.IndexByte(urlPath, 0) >= 0 {
 		return Script{}, fmt.Errorf("%w: malformed path", ErrForbidden)
 	}
@@ -31,7 +50,7 @@ func (h *Handler) Resolve(urlPath string) (Script, error) {
 			return Script{}, fmt.Errorf("%w: dot segment", ErrForbidden)
 		}
 	}
-	cur := h.root
+	cur := root
 	// pos is the index in urlPath of the '/' before the next segment.
 	for pos := 0; pos < len(urlPath); {
 		end := strings.IndexByte(urlPath[pos+1:], '/')
@@ -61,11 +80,11 @@ func (h *Handler) Resolve(urlPath string) (Script, error) {
 			return Script{}, ErrNotScript
 		}
 		ext := filepath.Ext(seg)
-		interp, isInterp := h.interps[ext]
-		if !isInterp && !slices.Contains(h.exts, ext) {
+		interp, ok := isScript(ext)
+		if !ok {
 			return Script{}, ErrNotScript
 		}
-		real, err := h.confine(cur)
+		real, err := confine(root, cur)
 		if err != nil {
 			return Script{}, err
 		}
@@ -82,8 +101,8 @@ func (h *Handler) Resolve(urlPath string) (Script, error) {
 // confine returns the real path of p, which must lie inside the root's real
 // path. The root is resolved on every call, so a vhost whose root is a
 // symlink that is later changed stays correct.
-func (h *Handler) confine(p string) (string, error) {
-	realRoot, err := filepath.EvalSymlinks(h.root)
+func confine(root, p string) (string, error) {
+	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
