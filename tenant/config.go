@@ -248,6 +248,7 @@ type VHost struct {
 
 	Limits Limits `toml:"limits"`
 	CGI    CGI    `toml:"cgi"`
+	PHP    PHP    `toml:"php"` // php.go
 	Hooks  []Hook `toml:"hooks"`
 	// Sessions overrides the main file's [sessions] keys it sets; after
 	// Load it is the effective session configuration.

@@ -424,6 +424,8 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 		}
 	}
 
+	l.checkPHP(cfg, file, loc, v) // php.go
+
 	for i := range v.Hooks {
 		h := &v.Hooks[i]
 		h.line = loc.line("hooks", i, "")
