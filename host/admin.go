@@ -106,6 +106,7 @@ func (s *Server) startOps() {
 	if s.ops.adminLn != nil {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(newMetricsCollector(s))
+		reg.MustRegister(phpCollector{s}) // php.go
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		mux.HandleFunc("GET /status", s.serveStatusPage)
@@ -255,19 +256,20 @@ type Status struct {
 
 // VHostStatus is one vhost's counters.
 type VHostStatus struct {
-	Name         string    `json:"name"`
-	Mode         string    `json:"sandbox"`
-	Requests     uint64    `json:"requests"`
-	ByClass      [6]uint64 `json:"by_class"` // other, 1xx, 2xx, 3xx, 4xx, 5xx
-	Errors       uint64    `json:"errors"`   // 5xx answers
-	Active       int64     `json:"active"`   // requests in progress
-	Bytes        uint64    `json:"bytes"`    // kept when metrics are on
-	Workers      int       `json:"workers"`  // live worker threads
-	Busy         int       `json:"busy"`     // workers running a request
-	Threads      uint64    `json:"threads_started"`
-	HookErrors   uint64    `json:"hook_errors"`
-	HookTimeouts uint64    `json:"hook_timeouts"`
-	CGISpawns    uint64    `json:"cgi_spawns"`
+	Name         string     `json:"name"`
+	Mode         string     `json:"sandbox"`
+	Requests     uint64     `json:"requests"`
+	ByClass      [6]uint64  `json:"by_class"` // other, 1xx, 2xx, 3xx, 4xx, 5xx
+	Errors       uint64     `json:"errors"`   // 5xx answers
+	Active       int64      `json:"active"`   // requests in progress
+	Bytes        uint64     `json:"bytes"`    // kept when metrics are on
+	Workers      int        `json:"workers"`  // live worker threads
+	Busy         int        `json:"busy"`     // workers running a request
+	Threads      uint64     `json:"threads_started"`
+	HookErrors   uint64     `json:"hook_errors"`
+	HookTimeouts uint64     `json:"hook_timeouts"`
+	CGISpawns    uint64     `json:"cgi_spawns"`
+	PHP          *PHPStatus `json:"php,omitempty"` // vhosts with [php] enabled (php.go)
 }
 
 // Status returns the server's counters now. It is safe for concurrent use.
@@ -293,6 +295,7 @@ func (s *Server) Status() Status {
 		vs.Errors = vs.ByClass[5]
 		sb := v.sb.Stats()
 		vs.Workers, vs.Busy, vs.Threads = sb.Workers, sb.Busy, sb.Started
+		vs.PHP = v.phpStatus()
 		st.VHosts = append(st.VHosts, vs)
 	}
 	return st

@@ -71,14 +71,9 @@ func (s *Server) reload(ctx context.Context) (ReloadResult, error) {
 	if !reflect.DeepEqual(cfg.Server, s.cfg.Server) {
 		s.logger.Warn("reload: [server] settings changed; only vhosts are reloaded, restart to apply the rest", "file", cfg.File)
 	}
-	if s.spawner == nil {
-		for _, vc := range cfg.VHosts {
-			if vc.CGI.Enabled {
-				if s.spawner, err = sandbox.NewSpawner(s.logger); err != nil {
-					return res, fmt.Errorf("cgi spawner: %w", err)
-				}
-				break
-			}
+	if s.spawner == nil && needsSpawner(cfg.VHosts) { // php.go
+		if s.spawner, err = sandbox.NewSpawner(s.logger); err != nil {
+			return res, fmt.Errorf("cgi spawner: %w", err)
 		}
 	}
 	if err := s.setupACME(cfg); err != nil {

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hostd/hostd/host/phpfpm"
 	"github.com/hostd/hostd/sandbox"
 	"github.com/hostd/hostd/tenant"
 )
@@ -33,7 +34,9 @@ type Server struct {
 	logger *slog.Logger
 	access *accessLog
 
-	spawner     *sandbox.Spawner // nil unless a vhost enables CGI
+	spawner     *sandbox.Spawner // nil unless a vhost enables CGI or PHP
+	php         *phpfpm.Manager  // the php-fpm pools' manager, made on first use (php.go)
+	phpOnce     sync.Once
 	routes      atomic.Pointer[routes]
 	defaultCert *tls.Certificate
 	tlsConfig   *tls.Config
@@ -94,12 +97,10 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 		s.access.Close()
 		return nil, fmt.Errorf("default certificate: %w", err)
 	}
-	for _, vc := range cfg.VHosts {
-		if vc.CGI.Enabled && s.spawner == nil {
-			if s.spawner, err = sandbox.NewSpawner(logger); err != nil {
-				s.access.Close()
-				return nil, fmt.Errorf("cgi spawner: %w", err)
-			}
+	if needsSpawner(cfg.VHosts) { // php.go
+		if s.spawner, err = sandbox.NewSpawner(logger); err != nil {
+			s.access.Close()
+			return nil, fmt.Errorf("cgi spawner: %w", err)
 		}
 	}
 	rt, err := s.buildRoutes(cfg)

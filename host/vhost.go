@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/hostd/hostd/host/cgi"
+	"github.com/hostd/hostd/host/phpfpm"
 	"github.com/hostd/hostd/sandbox"
 	"github.com/hostd/hostd/scripting"
 	"github.com/hostd/hostd/scripting/lua"
@@ -47,6 +48,7 @@ type vhost struct {
 
 	sb  *sandbox.Tenant // runs the request path with the tenant's identity
 	cgi *cgi.Handler    // nil unless [cgi] enabled
+	php *phpfpm.Pool    // nil unless [php] enabled (php.go)
 
 	logSlots chan struct{}
 	logWG    sync.WaitGroup
@@ -131,6 +133,11 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 			return nil, fmt.Errorf("cgi: %w", err)
 		}
 	}
+	if vc.PHP.Enabled {
+		if v.php, err = newPHPPool(s, v); err != nil {
+			return nil, fmt.Errorf("php: %w", err)
+		}
+	}
 	if len(vc.Hooks) > 0 {
 		v.shared = scripting.NewSharedDict(0)
 		if v.sessions, err = newSessions(s, vc); err != nil {
@@ -176,6 +183,9 @@ func (v *vhost) engine(ext string) (scripting.Engine, error) {
 
 func (v *vhost) close() {
 	v.logWG.Wait()
+	if v.php != nil {
+		v.php.Close() // stops the tenant's php-fpm
+	}
 	if v.sb != nil {
 		v.sb.Close()
 	}
@@ -264,10 +274,13 @@ func (v *vhost) respond(w http.ResponseWriter, path string) bool {
 	return false
 }
 
-// serveFile serves path with the CGI handler when it names a script, else
-// as a static file.
+// serveFile serves path with the PHP pool or the CGI handler when it names
+// a script, else as a static file.
 func (v *vhost) serveFile(w http.ResponseWriter, r *http.Request, path string) {
 	if len(v.cfg.Respond) > 0 && v.respond(w, path) {
+		return
+	}
+	if v.php != nil && v.servePHP(w, r, path) { // php.go
 		return
 	}
 	if v.cgi != nil {

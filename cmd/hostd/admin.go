@@ -98,6 +98,7 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 			v.HookErrors, v.HookTimeouts, v.CGISpawns)
 	}
 	tw.Flush()
+	printPHPStatus(stdout, st.VHosts)
 	return 0
 }
 
@@ -164,6 +165,16 @@ func handleSignals(ctx context.Context, srv *host.Server, logger *slog.Logger) {
 			case syscall.SIGUSR1:
 				srv.ReopenLogs() // logs its result
 			}
+		}
+	}
+}
+
+// printPHPStatus prints a line per vhost with a PHP pool.
+func printPHPStatus(w io.Writer, vhosts []host.VHostStatus) {
+	for _, v := range vhosts {
+		if p := v.PHP; p != nil {
+			fmt.Fprintf(w, "php %s: %s pid %d, %d starts, %d crashes, %d requests, %d busy, %d idle connections\n",
+				v.Name, p.State, p.PID, p.Starts, p.Crashes, p.Requests, p.Busy, p.IdleConns)
 		}
 	}
 }

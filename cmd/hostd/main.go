@@ -162,7 +162,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 func dropPrivileges(cfg *tenant.Config, logger *slog.Logger) error {
 	var p sandbox.Privileges
 	for _, v := range cfg.VHosts {
-		if sandbox.Mode(v.Mode).NeedsPrivileges() {
+		if sandbox.Mode(v.Mode).NeedsPrivileges() || v.PHP.Enabled { // php-fpm starts as the tenant
 			p.NeedSwitch = true
 		}
 	}

@@ -141,3 +141,31 @@ func LocalRedirect(w http.ResponseWriter, r *http.Request, loc string, next http
 	r2.Form, r2.PostForm, r2.MultipartForm = nil, nil, nil
 	next.ServeHTTP(w, r2)
 }
+
+// StderrLines returns a writer that splits what a script writes to stderr
+// into lines, hands each non-empty one to emit (at most 4 KiB each; past
+// 1 MiB per writer the rest is dropped, with one line saying so), and the
+// function that emits an unterminated last line. The writer is not safe
+// for concurrent use.
+func StderrLines(emit func(line []byte)) (io.Writer, func()) {
+	lw := &lineWriter{emit: emit}
+	return lw, lw.flush
+}
+
+// LogLine writes "prefix: line\n" to w in one Write call, with the control
+// bytes of line (and DEL) escaped as \xNN, so that whatever a script writes
+// stays one line of the error log and cannot forge others.
+func LogLine(w io.Writer, prefix string, line []byte) {
+	msg := make([]byte, 0, len(prefix)+len(line)+8)
+	msg = append(append(msg, prefix...), ": "...)
+	for _, c := range line {
+		if c < 0x20 && c != '\t' || c == 0x7f {
+			msg = append(msg, '\\', 'x', hexDigits[c>>4], hexDigits[c&0xf])
+			continue
+		}
+		msg = append(msg, c)
+	}
+	_, _ = w.Write(append(msg, '\n'))
+}
+
+const hexDigits = "0123456789abcdef"

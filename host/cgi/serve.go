@@ -325,11 +325,7 @@ func hopByHop(k string) bool {
 // stderrLine returns the sink for the script's stderr lines.
 func (h *Handler) stderrLine(log *slog.Logger, filename string) func([]byte) {
 	if h.errorLog != nil {
-		return func(line []byte) {
-			msg := make([]byte, 0, len(filename)+len(line)+3)
-			msg = append(append(append(append(msg, filename...), ": "...), line...), '\n')
-			_, _ = h.errorLog.Write(msg)
-		}
+		return func(line []byte) { LogLine(h.errorLog, filename, line) }
 	}
 	return func(line []byte) { log.Warn("cgi: stderr", "line", string(line)) }
 }
