@@ -295,3 +295,81 @@ func TestPHPPoolPerTenant(t *testing.T) {
 		t.Errorf("alice after bob's removal: %d", r.StatusCode)
 	}
 }
+
+// phpChildren returns the php-fpm processes that are children of this
+// process (the pools' masters: the spawner starts them).
+func phpChildren(t *testing.T) []int {
+	t.Helper()
+	tasks, _ := filepath.Glob("/proc/self/task/*/children")
+	var pids []int
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, field := range strings.Fields(string(b)) {
+			pid, _ := strconv.Atoi(field)
+			if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && strings.Contains(exe, "php-fpm") {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+// TestPHPTenThousandVHostsStartNothing: 10,000 vhosts with [php] enabled
+// start no PHP process and create no socket until a request arrives, and
+// then only the requested tenant's pool starts.
+func TestPHPTenThousandVHostsStartNothing(t *testing.T) {
+	requirePHPFPM(t)
+	const n = 10000
+	dir := tenantDir(t)
+	files := hosttest.Files{
+		"hostd.toml":     hosttest.MainConfig,
+		"root/hello.php": phpScripts["hello.php"],
+	}
+	files["certs/"] = ""
+	for i := range n {
+		files[fmt.Sprintf("vhosts.d/v%05d.toml", i)] = fmt.Sprintf(`server_name = "v%05d.example"
+root = "../root"
+user = "%d"
+tls_cert = "../certs/shared.pem"
+tls_key = "../certs/shared.key"
+[php]
+enabled = true
+`, i, 40000+i)
+	}
+	hosttest.Write(t, dir, files)
+	writeListenerCert(t, filepath.Join(dir, "certs/shared.pem"), filepath.Join(dir, "certs/shared.key"))
+	start := time.Now()
+	s := hosttest.StartDir(t, dir)
+	t.Logf("%d PHP vhosts loaded and built in %s", n, time.Since(start).Round(time.Millisecond))
+	if pids := phpChildren(t); len(pids) != 0 {
+		t.Fatalf("%d configured PHP vhosts, no request: php-fpm processes %v", n, pids)
+	}
+	if _, err := os.Stat(filepath.Join(s.Config.StateDir, "php-fpm")); !os.IsNotExist(err) {
+		t.Fatalf("state_dir/php-fpm before any PHP request: %v, want it not to exist", err)
+	}
+	running := func() int {
+		k := 0
+		for _, v := range s.Status().VHosts {
+			if v.PHP == nil {
+				t.Fatalf("vhost %s without PHP status", v.Name)
+			}
+			if v.PHP.State != "idle" {
+				k++
+			}
+		}
+		return k
+	}
+	if k := running(); k != 0 {
+		t.Fatalf("%d pools not idle before any request", k)
+	}
+	c := s.Client("v01234.example", true)
+	if r := hosttest.Get(t, c, "https://v01234.example/hello.php"); r.StatusCode != 200 || r.Body != "Hello, world!\n" {
+		t.Fatalf("hello: %d %q", r.StatusCode, r.Body)
+	}
+	if pids := phpChildren(t); len(pids) != 1 {
+		t.Fatalf("after one request: php-fpm masters %v, want exactly one", pids)
+	}
+	if k := running(); k != 1 {
+		t.Fatalf("%d pools running after one request, want 1", k)
+	}
+}
