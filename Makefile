@@ -5,7 +5,7 @@ GO       ?= go
 BIN      := bin/hostd
 # Debian packages the build, the tests and the demo need. Installed by
 # `make deps` when missing (root, apt).
-APT_PKGS ?= ca-certificates curl openssl make gcc libc6-dev ruby rake bison dpkg-dev perl php-cgi redis-server memcached pebble
+APT_PKGS ?= ca-certificates curl openssl make gcc libc6-dev ruby rake bison dpkg-dev perl php-cgi php8.2-fpm redis-server memcached pebble
 
 export PATH := $(PATH):/usr/local/go/bin
 

@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -56,7 +57,7 @@ workers = 2
 %s`, name+".example", name, uid, mode, name, extra)
 	}
 	files := hosttest.Files{
-		"hostd.toml":          hosttest.MainConfig,
+		"hostd.toml":          hosttest.MainConfig + "admin_listen = \"127.0.0.1:0\"\n",
 		"vhosts.d/alice.toml": vhost("alice", aliceUID, "thread", "ini = { open_basedir = \"/\" }\n"),
 		"vhosts.d/bob.toml":   vhost("bob", bobUID, "none", ""),
 		"bob/secret.txt":      "bob secret\n",
@@ -188,6 +189,20 @@ func TestPHPPoolPerTenant(t *testing.T) {
 				t.Errorf("%s pool process %d (%s): Uid %q Gid %q Groups %q CapEff %s CapPrm %s NoNewPrivs %s",
 					tc.host, pid, ps["Name"], ps["Uid"], ps["Gid"], ps["Groups"], ps["CapEff"], ps["CapPrm"], ps["NoNewPrivs"])
 			}
+		}
+	}
+
+	// The pools in /metrics.
+	mr, err := http.Get("http://" + s.AdminAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(mr.Body)
+	mr.Body.Close()
+	for _, want := range []string{`hostd_php_pool_up{vhost="alice.example"} 1`, `hostd_php_pool_starts_total{vhost="bob.example"} 1`,
+		`hostd_php_requests_total{vhost="alice.example"} 1`, `hostd_php_connections{state="idle",vhost="alice.example"} 1`} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
 		}
 	}
 
