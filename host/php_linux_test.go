@@ -35,6 +35,7 @@ var phpScripts = map[string]string{
 	"fatal.php":   "<?php\necho \"partial\";\nundefined_function_x(\"a\\nb\");\n",
 	"post.php":    `<?php header("Content-Type: text/plain"); echo strlen(file_get_contents("php://input")), " ", $_SERVER["REQUEST_METHOD"], " ", $_SERVER["PATH_INFO"] ?? "-", " ", $_SERVER["HTTPS"] ?? "-";`,
 	"redirect.php": `<?php header("Location: https://example.net/x", true, 301);`,
+	"ini.php":      `<?php header("Content-Type: text/plain"); echo ini_get("memory_limit");`,
 }
 
 // phpSite starts a server with two PHP tenants: alice (thread mode) and
@@ -292,6 +293,23 @@ func TestPHPPoolPerTenant(t *testing.T) {
 	}
 	waitFor(t, "the killed master's group to empty", func() bool { return len(groupMembers(t, st.PID)) == 0 })
 
+	// A reload that changes alice's [php] replaces her pool: the new
+	// settings apply, the old master and its workers are gone.
+	oldPID := phpStatus(t, s, "alice.example").PID
+	alicePath := filepath.Join(s.Dir, "vhosts.d/alice.toml")
+	ab, _ := os.ReadFile(alicePath)
+	changed := strings.Replace(string(ab), `ini = { open_basedir = "/" }`, `ini = { open_basedir = "/", memory_limit = "77M" }`, 1)
+	if err := os.WriteFile(alicePath, []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.Reload(context.Background()); err != nil || res.Changed != 1 {
+		t.Fatalf("reload: %+v %v, want alice changed", res, err)
+	}
+	if r := get(alice, "alice.example", "/ini.php"); r.Body != "77M" {
+		t.Errorf("memory_limit after the reload: %d %q, want 77M", r.StatusCode, r.Body)
+	}
+	waitFor(t, "alice's old pool to stop", func() bool { return len(groupMembers(t, oldPID)) == 0 })
+
 	// Removing bob by reload stops his pool: no process of its group is
 	// left and the socket is gone.
 	bobPID := phpStatus(t, s, "bob.example").PID
@@ -304,7 +322,7 @@ func TestPHPPoolPerTenant(t *testing.T) {
 	waitFor(t, "bob's pool to stop", func() bool { return len(groupMembers(t, bobPID)) == 0 })
 	waitFor(t, "bob's socket to go", func() bool {
 		socks, _ := filepath.Glob(filepath.Join(s.Config.StateDir, "php-fpm", "*.sock"))
-		return len(socks) == 1
+		return len(socks) == 1 // alice's new pool's
 	})
 	if r := get(alice, "alice.example", "/hello.php"); r.StatusCode != 200 {
 		t.Errorf("alice after bob's removal: %d", r.StatusCode)

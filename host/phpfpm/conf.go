@@ -19,7 +19,7 @@ func (p *Pool) poolFile() string {
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	line("; written by hostd for vhost %s; regenerated on every start", c.Name)
 	line("[global]")
-	line("error_log = /proc/self/fd/2")
+	line("error_log = /dev/null") // --force-stderr: the log goes to hostd
 	line("log_level = warning")
 	line("daemonize = no")
 	line("systemd_interval = 0")

@@ -2,10 +2,12 @@ package phpfpm
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -142,5 +144,41 @@ func TestPoolThatCannotStartBacksOff(t *testing.T) {
 	}
 	if p.Stats().Starts != maxQuickDeaths {
 		t.Fatalf("a request during the back-off started php-fpm")
+	}
+}
+
+// TestPoolLogReachesTheErrorLog: php-fpm's own warnings (here: a worker
+// killed under it) go to the tenant's error log, prefixed "php-fpm: ".
+func TestPoolLogReachesTheErrorLog(t *testing.T) {
+	p, errLog := testPool(t, nil)
+	if w := serve(t, p, "/hello.php"); w.Code != 200 {
+		t.Fatalf("hello: %d %q", w.Code, w.Body)
+	}
+	master := p.Stats().PID
+	var worker int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		var pid int
+		if _, err := fmt.Sscan(e.Name(), &pid); err != nil || pid == master {
+			continue
+		}
+		if g, err := syscall.Getpgid(pid); err == nil && g == master {
+			worker = pid
+		}
+	}
+	if worker == 0 {
+		t.Fatal("no worker in the pool's group")
+	}
+	if err := syscall.Kill(worker, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "php-fpm's warning in the error log", func() bool {
+		return strings.Contains(errLog.String(), "php-fpm: ") && strings.Contains(errLog.String(), "SIGKILL")
+	})
+	if w := serve(t, p, "/hello.php"); w.Code != 200 {
+		t.Fatalf("after a worker died: %d %q", w.Code, w.Body)
+	}
+	if st := p.Stats(); st.Crashes != 0 || st.PID != master {
+		t.Errorf("a dead worker restarted the master: %+v", st)
 	}
 }

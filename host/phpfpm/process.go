@@ -89,22 +89,18 @@ func (p *Pool) spawn(ln *os.File) (*process, error) {
 		return nil, fmt.Errorf("phpfpm: pool file: %w", err)
 	}
 	defer conf.Close()
-	// php-fpm's log goes to its stderr, a pipe the tenant owns: php-fpm
-	// reopens error_log = /proc/self/fd/2 by path, which checks the
-	// pipe's owner.
+	// php-fpm's own log: --force-stderr writes it to the inherited
+	// stderr, a pipe hostd reads (error_log is /dev/null: reopening the
+	// pipe by path would need it to be the tenant's).
 	rd, wr, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("phpfpm: pipe: %w", err)
 	}
 	defer wr.Close()
 	id := p.cfg.Identity
-	if err := unix.Fchown(int(wr.Fd()), int(id.UID), int(id.GID)); err != nil {
-		rd.Close()
-		return nil, fmt.Errorf("phpfpm: pipe: %w", os.NewSyscallError("fchown", err))
-	}
 	// fd 3: the socket, found by php-fpm through FPM_SOCKETS; fd 4: the
-	// pool file.
-	cmd := exec.Command(p.cfg.FPM, "--nodaemonize", "--fpm-config", "/proc/self/fd/4")
+	// pool file, which the tenant could not open by its path.
+	cmd := exec.Command(p.cfg.FPM, "--nodaemonize", "--force-stderr", "--fpm-config", "/proc/self/fd/4")
 	cmd.Env = []string{"FPM_SOCKETS=" + p.sock + "=3", "PATH=" + cgi.DefaultPath}
 	cmd.ExtraFiles = []*os.File{ln, conf}
 	cmd.Dir = p.cfg.Root
