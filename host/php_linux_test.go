@@ -28,12 +28,12 @@ func requirePHPFPM(t *testing.T) {
 
 // phpScripts are the PHP pages every test tenant gets.
 var phpScripts = map[string]string{
-	"id.php":      `<?php header("Content-Type: text/plain"); echo posix_getuid(), " ", posix_geteuid(), " ", posix_getgid(), " ", posix_getegid(), "\n";`,
-	"hello.php":   `<?php echo "Hello, world!\n";`,
-	"read.php":    `<?php header("Content-Type: text/plain"); $s = @file_get_contents($_GET["f"]); echo $s === false ? "DENIED" : "READ:" . $s;`,
-	"connect.php": `<?php header("Content-Type: text/plain"); $c = @stream_socket_client("unix://" . $_GET["s"], $errno, $errstr, 2); echo $c ? "CONNECTED" : "REFUSED";`,
-	"fatal.php":   "<?php\necho \"partial\";\nundefined_function_x(\"a\\nb\");\n",
-	"post.php":    `<?php header("Content-Type: text/plain"); echo strlen(file_get_contents("php://input")), " ", $_SERVER["REQUEST_METHOD"], " ", $_SERVER["PATH_INFO"] ?? "-", " ", $_SERVER["HTTPS"] ?? "-";`,
+	"id.php":       `<?php header("Content-Type: text/plain"); echo posix_getuid(), " ", posix_geteuid(), " ", posix_getgid(), " ", posix_getegid(), "\n";`,
+	"hello.php":    `<?php echo "Hello, world!\n";`,
+	"read.php":     `<?php header("Content-Type: text/plain"); $s = @file_get_contents($_GET["f"]); echo $s === false ? "DENIED" : "READ:" . $s;`,
+	"connect.php":  `<?php header("Content-Type: text/plain"); $c = @stream_socket_client("unix://" . $_GET["s"], $errno, $errstr, 2); echo $c ? "CONNECTED" : "REFUSED";`,
+	"fatal.php":    "<?php\necho \"partial\";\nundefined_function_x(\"a\\nb\");\n",
+	"post.php":     `<?php header("Content-Type: text/plain"); echo strlen(file_get_contents("php://input")), " ", $_SERVER["REQUEST_METHOD"], " ", $_SERVER["PATH_INFO"] ?? "-", " ", $_SERVER["HTTPS"] ?? "-";`,
 	"redirect.php": `<?php header("Location: https://example.net/x", true, 301);`,
 	"ini.php":      `<?php header("Content-Type: text/plain"); echo ini_get("memory_limit");`,
 }

@@ -37,9 +37,9 @@ const (
 	// backs off instead of restarting at once.
 	minUptime      = time.Second
 	maxQuickDeaths = 3
-	backoffMin  = 500 * time.Millisecond
-	backoffMax  = 30 * time.Second
-	stopTimeout = 5 * time.Second
+	backoffMin     = 500 * time.Millisecond
+	backoffMax     = 30 * time.Second
+	stopTimeout    = 5 * time.Second
 	// maxSocketPath is the longest unix socket path (sun_path less NUL).
 	maxSocketPath = 107
 )
