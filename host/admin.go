@@ -256,20 +256,23 @@ type Status struct {
 
 // VHostStatus is one vhost's counters.
 type VHostStatus struct {
-	Name         string     `json:"name"`
-	Mode         string     `json:"sandbox"`
-	Requests     uint64     `json:"requests"`
-	ByClass      [6]uint64  `json:"by_class"` // other, 1xx, 2xx, 3xx, 4xx, 5xx
-	Errors       uint64     `json:"errors"`   // 5xx answers
-	Active       int64      `json:"active"`   // requests in progress
-	Bytes        uint64     `json:"bytes"`    // kept when metrics are on
-	Workers      int        `json:"workers"`  // live worker threads
-	Busy         int        `json:"busy"`     // workers running a request
-	Threads      uint64     `json:"threads_started"`
-	HookErrors   uint64     `json:"hook_errors"`
-	HookTimeouts uint64     `json:"hook_timeouts"`
-	CGISpawns    uint64     `json:"cgi_spawns"`
-	PHP          *PHPStatus `json:"php,omitempty"` // vhosts with [php] enabled (php.go)
+	Name         string    `json:"name"`
+	Mode         string    `json:"sandbox"`
+	Requests     uint64    `json:"requests"`
+	ByClass      [6]uint64 `json:"by_class"` // other, 1xx, 2xx, 3xx, 4xx, 5xx
+	Errors       uint64    `json:"errors"`   // 5xx answers
+	Active       int64     `json:"active"`   // requests in progress
+	Bytes        uint64    `json:"bytes"`    // kept when metrics are on
+	Workers      int       `json:"workers"`  // live worker threads
+	Busy         int       `json:"busy"`     // workers running a request
+	Threads      uint64    `json:"threads_started"`
+	HookErrors   uint64    `json:"hook_errors"`
+	HookTimeouts uint64    `json:"hook_timeouts"`
+	CGISpawns    uint64    `json:"cgi_spawns"`
+
+	// PHP is the state of the vhost's php-fpm pool; nil without [php]
+	// (php.go).
+	PHP *PHPStatus `json:"php,omitempty"`
 }
 
 // Status returns the server's counters now. It is safe for concurrent use.

@@ -36,7 +36,6 @@ type vhostOps struct {
 	hookErrors   atomic.Uint64
 	hookTimeouts atomic.Uint64
 	cgiSpawns    atomic.Uint64
-	phpRequests  atomic.Uint64 // requests served by the PHP pool (php.go)
 
 	latency    [len(latencyBuckets) + 1]atomic.Uint64 // last: +Inf
 	latencySum atomic.Uint64                          // nanoseconds

@@ -54,7 +54,6 @@ func (v *vhost) servePHP(w http.ResponseWriter, r *http.Request, path string) bo
 	script, err := v.php.Resolve(path)
 	switch {
 	case err == nil:
-		v.ops.phpRequests.Add(1)
 		v.php.ServeScript(w, r, script)
 		return true
 	case errors.Is(err, cgi.ErrForbidden):

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hostd/hostd/host/cgi"
@@ -310,7 +311,12 @@ func (p *Pool) startLocked() error {
 		return fmt.Errorf("phpfpm: %w", err)
 	}
 	// The directory must be the server's alone: it is what keeps tenants
-	// off the sockets.
+	// off the sockets. A symlink or someone else's directory is refused.
+	if fi, err := os.Lstat(p.m.dir); err != nil {
+		return fmt.Errorf("phpfpm: %w", err)
+	} else if st, ok := fi.Sys().(*syscall.Stat_t); !fi.IsDir() || !ok || int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("phpfpm: %s must be a directory owned by the server (uid %d)", p.m.dir, os.Geteuid())
+	}
 	if err := os.Chmod(p.m.dir, 0o700); err != nil {
 		return fmt.Errorf("phpfpm: %w", err)
 	}

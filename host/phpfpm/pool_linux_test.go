@@ -182,3 +182,23 @@ func TestPoolLogReachesTheErrorLog(t *testing.T) {
 		t.Errorf("a dead worker restarted the master: %+v", st)
 	}
 }
+
+// TestPoolRefusesALinkedDirectory: state_dir/php-fpm must be the server's
+// own directory; a symlink (to somewhere a tenant could reach) is refused
+// and nothing is created through it.
+func TestPoolRefusesALinkedDirectory(t *testing.T) {
+	p, _ := testPool(t, nil)
+	elsewhere := t.TempDir()
+	if err := os.MkdirAll(filepath.Dir(p.m.dir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, p.m.dir); err != nil {
+		t.Fatal(err)
+	}
+	if w := serve(t, p, "/hello.php"); w.Code != http.StatusServiceUnavailable {
+		t.Fatalf("pool directory is a symlink: %d, want 503", w.Code)
+	}
+	if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
+		t.Fatalf("files created through the symlink: %v", ents)
+	}
+}
