@@ -24,6 +24,15 @@ import (
 type Options struct {
 	// Logger receives server errors (default: discard).
 	Logger *slog.Logger
+	// SkipBroken starts without the vhosts that fail to build (their
+	// certificate or document root cannot be loaded) instead of failing;
+	// they are logged and listed by Status. Broken are vhost files
+	// Validate refused, to be listed the same way.
+	SkipBroken bool
+	Broken     []*tenant.Broken
+	// Build identifies the binary in Status and the hostd_build_info
+	// metric (zero: what the Go toolchain stamped into it).
+	Build BuildInfo
 }
 
 // Server serves one configuration over HTTPS and, optionally, plain HTTP.
@@ -32,6 +41,9 @@ type Server struct {
 	cfg    *tenant.Config
 	logger *slog.Logger
 	access *accessLog
+
+	build   BuildInfo
+	version string // build.String()
 
 	spawner     *sandbox.Spawner // nil unless a vhost enables CGI
 	routes      atomic.Pointer[routes]
@@ -51,6 +63,7 @@ type Server struct {
 	ops serverOps // reload, admin socket, metrics, trace (admin.go, reload.go)
 
 	sessMem memoryStores // memory session stores, kept across reloads (session.go)
+	states  tenantStates // shared dictionaries and compiled hooks, kept across reloads (state.go)
 
 	closeOnce sync.Once
 }
@@ -61,6 +74,9 @@ type routes struct {
 	all    []*vhost
 	cfg    *tenant.Config // the configuration these routes serve
 	gen    uint64         // configuration generation: 1 at start, +1 per reload
+	// problems are the errors of vhost files not applied, by file: kept
+	// on their previous version, or not served at all.
+	problems map[string][]string
 }
 
 // lookup returns the vhost for a canonical host name: an exact name, else
@@ -82,7 +98,8 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, logger: logger}
+	s := &Server{cfg: cfg, logger: logger, build: opts.Build.ReadBuildInfo()}
+	s.version = s.build.String()
 	access, err := openAccessLog(cfg.AccessLog)
 	if err != nil {
 		return nil, err
@@ -102,7 +119,7 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 			}
 		}
 	}
-	rt, err := s.buildRoutes(cfg)
+	rt, err := s.buildRoutes(cfg, opts)
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -153,15 +170,33 @@ func (s *Server) newHTTPServer(h http.HandlerFunc, errLog *log.Logger) *http.Ser
 	}
 }
 
-func (s *Server) buildRoutes(cfg *tenant.Config) (*routes, error) {
-	rt := &routes{byName: make(map[string]*vhost), cfg: cfg, gen: 1}
-	vs, err := s.buildVHosts(cfg.VHosts) // in parallel (reload.go)
-	if err != nil {
+func (s *Server) buildRoutes(cfg *tenant.Config, opts Options) (*routes, error) {
+	served := *cfg
+	served.VHosts = nil
+	rt := &routes{byName: make(map[string]*vhost), cfg: &served, gen: 1, problems: map[string][]string{}}
+	for _, b := range opts.Broken {
+		for _, e := range b.Errs {
+			rt.problems[b.File] = append(rt.problems[b.File], e.Error())
+		}
+	}
+	vs, errs := s.buildVHosts(cfg.VHosts) // in parallel (reload.go)
+	if err := errors.Join(errs...); err != nil && !opts.SkipBroken {
+		for _, v := range vs {
+			if v != nil {
+				v.close()
+			}
+		}
 		return nil, err
 	}
 	for i, vc := range cfg.VHosts {
 		v := vs[i]
+		if v == nil {
+			s.logger.Error("vhost not served", "file", vc.File, "err", errs[i])
+			rt.problems[vc.File] = []string{errs[i].Error()}
+			continue
+		}
 		rt.all = append(rt.all, v)
+		served.VHosts = append(served.VHosts, vc)
 		for _, n := range vc.Names() {
 			rt.byName[n] = v
 		}
@@ -234,6 +269,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.startOps()
 	rt := s.routes.Load()
 	s.logger.Info("serving", "https", s.HTTPSAddr(), "http", s.HTTPAddr(), "vhosts", len(rt.all))
+	s.notify(notifyReady)
 
 	var serveErr error
 	select {
@@ -241,6 +277,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	case serveErr = <-errc:
 		n--
 	}
+	s.notify(notifyStopping)
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Server.ShutdownTimeout.Std())
 	defer cancel()
 	err := s.httpsSrv.Shutdown(shutdownCtx)
@@ -319,11 +356,16 @@ func (s *Server) serveHTTPS(w http.ResponseWriter, r *http.Request) {
 	name := "-"
 	switch {
 	case r.TLS != nil && r.TLS.ServerName != "" && rt.lookup(canonicalHost(r.TLS.ServerName)) != v:
+		s.stats.misdirected.Add(1)
 		httpError(rec, http.StatusMisdirectedRequest, "the Host header does not match the TLS server name")
 	case v == nil:
+		s.stats.unknownHostHTTPS.Add(1)
 		httpError(rec, http.StatusNotFound, "no site is configured for this host name")
 	default:
 		name = v.cfg.ServerName
+		if v.cfg.HSTS != "" {
+			rec.Header().Set("Strict-Transport-Security", string(v.cfg.HSTS))
+		}
 		s.serveTracked(rec, r, v, start)
 	}
 	s.access.log(r, name, rec, start)
@@ -342,6 +384,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	name := "-"
 	switch {
 	case v == nil:
+		s.stats.unknownHostHTTP.Add(1)
 		httpError(rec, http.StatusNotFound, "no site is configured for this host name")
 	case v.cfg.AllowHTTP:
 		name = v.cfg.ServerName
@@ -353,6 +396,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			target += ":" + s.httpsPort
 		}
 		target += r.URL.RequestURI()
+		v.ops.redirects.Add(1)
 		http.Redirect(rec, r, target, http.StatusPermanentRedirect)
 	}
 	s.access.log(r, name, rec, start)

@@ -33,6 +33,9 @@ func (l *loader) checkListeners(file string, loc *locator, s *Server) {
 			l.addAt(file, line, col, "%s %q: %v", a.key, a.addr, err)
 			continue
 		}
+		if _, port, _ := net.SplitHostPort(a.addr); port == "0" {
+			continue // any free port: never the same
+		}
 		if prev, ok := seen[a.addr]; ok {
 			l.addAt(file, line, col, "%s %q is also %s: give each listener its own port", a.key, a.addr, prev)
 		}
@@ -146,3 +149,6 @@ func (c *Config) ServerKeyPos(key string) (line, col int) {
 	}
 	return c.mainLoc.pos("server", -1, key)
 }
+
+// Line returns the line of server_name in the vhost's file.
+func (v *VHost) Line() int { return v.line }
