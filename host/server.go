@@ -49,6 +49,7 @@ type Server struct {
 	routes      atomic.Pointer[routes]
 	defaultCert *tls.Certificate
 	tlsConfig   *tls.Config
+	tlsOther    *tls.Config // tlsConfig with the other tls_profile (tlsprofile.go)
 
 	httpsSrv, httpSrv *http.Server
 	httpsLn, httpLn   net.Listener
@@ -130,18 +131,21 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.tlsConfig = &tls.Config{
-		MinVersion:     tls.VersionTLS12,
-		GetCertificate: s.getCertificate,
-		NextProtos:     []string{"h2", "http/1.1", acmeALPN}, // acmeALPN: TLS-ALPN-01 (acme.go)
+		GetCertificate:   s.getCertificate,
+		NextProtos:       []string{"h2", "http/1.1", acmeALPN}, // acmeALPN: TLS-ALPN-01 (acme.go)
+		VerifyConnection: s.countHandshake,
 	}
+	applyTLSProfile(s.tlsConfig, cfg.Server.TLSProfile)
+	s.tlsOther = s.tlsConfig.Clone()
+	applyTLSProfile(s.tlsOther, otherProfile(cfg.Server.TLSProfile))
+	s.tlsConfig.GetConfigForClient = s.configForClient
 	s.tickets = newTicketKeys(filepath.Join(cfg.StateDir, "ticket.keys"), cfg.Server.TicketRotation.Std(), logger)
-	if err := s.tickets.apply(time.Now(), s.tlsConfig); err != nil {
+	if err := s.tickets.apply(time.Now(), s.tlsConfig, s.tlsOther); err != nil {
 		s.Close()
 		return nil, err
 	}
 	s.admit = newAdmission(&cfg.Server, &s.stats, logger)
 
-	s.tlsConfig.VerifyConnection = s.countHandshake
 	errLog := s.handshakeErrorLog()
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
@@ -260,7 +264,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	go func() { errc <- s.httpsSrv.ServeTLS(s.httpsLn, "", "") }()
 	ticketsCtx, stopTickets := context.WithCancel(ctx)
 	defer stopTickets()
-	go s.tickets.run(ticketsCtx, s.tlsConfig)
+	go s.tickets.run(ticketsCtx, s.tlsConfig, s.tlsOther)
 	n := 1
 	if s.httpLn != nil {
 		n++
