@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -115,8 +116,12 @@ func CheckListeners(cfg *tenant.Config) error {
 	return nil
 }
 
-// unwrapOpError drops net.OpError's "listen tcp ADDR:" prefix.
+// unwrapOpError drops net.OpError's "listen tcp ADDR: bind:" prefixes.
 func unwrapOpError(err error) error {
+	var se *os.SyscallError
+	if errors.As(err, &se) && se.Err != nil {
+		return se.Err
+	}
 	var oe *net.OpError
 	if errors.As(err, &oe) && oe.Err != nil {
 		return oe.Err
