@@ -228,4 +228,3 @@ func TestServeUnderUnitCapabilities(t *testing.T) {
 		t.Errorf("hostd warns about CAP_KILL:\n%s", logs.String())
 	}
 }
-
