@@ -57,9 +57,10 @@ type Server struct {
 
 	stats serverStats
 
-	tickets *ticketKeys // session ticket keys in state_dir (tickets.go)
-	admit   *admission  // overload protection of the HTTPS listener (admission.go)
-	limits  vhostLimits // per-vhost max_concurrent (limits.go)
+	tickets *ticketKeys  // session ticket keys in state_dir (tickets.go)
+	ocsp    *ocspStapler // OCSP staples of certificates that name a responder (ocsp.go)
+	admit   *admission   // overload protection of the HTTPS listener (admission.go)
+	limits  vhostLimits  // per-vhost max_concurrent (limits.go)
 
 	ops serverOps // reload, admin socket, metrics, trace (admin.go, reload.go)
 
@@ -145,6 +146,7 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.admit = newAdmission(&cfg.Server, &s.stats, logger)
+	s.ocsp = newOCSPStapler(cfg.StateDir, logger)
 
 	errLog := s.handshakeErrorLog()
 	var protocols http.Protocols
@@ -265,6 +267,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	ticketsCtx, stopTickets := context.WithCancel(ctx)
 	defer stopTickets()
 	go s.tickets.run(ticketsCtx, s.tlsConfig, s.tlsOther)
+	go s.ocsp.run(ticketsCtx)
 	n := 1
 	if s.httpLn != nil {
 		n++
@@ -333,9 +336,13 @@ func (s *Server) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, e
 	}
 	if v := s.routes.Load().lookup(canonicalHost(hello.ServerName)); v != nil {
 		if v.cfg.TLS == "acme" {
-			return s.acmeCertificate(hello, v) // acme.go
+			c, err := s.acmeCertificate(hello, v) // acme.go
+			if err != nil {
+				return nil, err
+			}
+			return s.ocsp.staple(c), nil
 		}
-		return v.cert, nil
+		return s.ocsp.staple(v.cert), nil
 	}
 	return s.defaultCert, nil
 }
