@@ -1,9 +1,11 @@
 package host
 
 import (
+	"maps"
 	"sync"
 
 	"github.com/hostd/hostd/scripting"
+	"github.com/hostd/hostd/scripting/session"
 )
 
 // tenantState is what a vhost keeps across reloads for as long as a vhost
@@ -45,20 +47,12 @@ func (ts *tenantStates) get(name string) *tenantState {
 func (ts *tenantStates) forget(keep func(name string) bool) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	for name := range ts.m {
-		if !keep(name) {
-			delete(ts.m, name)
-		}
-	}
+	maps.DeleteFunc(ts.m, func(name string, _ *tenantState) bool { return !keep(name) })
 }
 
 // forget drops the memory session stores of every name not in keep.
 func (ms *memoryStores) forget(keep func(name string) bool) {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
-	for name := range ms.m {
-		if !keep(name) {
-			delete(ms.m, name)
-		}
-	}
+	maps.DeleteFunc(ms.m, func(name string, _ *session.Memory) bool { return !keep(name) })
 }
