@@ -113,13 +113,24 @@ func (s *Server) Reload(ctx context.Context) (ReloadResult, error) {
 	return res, nil
 }
 
-// serverChanges names the [server] keys whose values differ.
+// reloadedServerKey reports whether a reload applies the [server] key:
+// those only shape how vhost files are found and validated.
+func reloadedServerKey(name string) bool {
+	switch name {
+	case "vhosts", "default_sandbox", "min_uid":
+		return true
+	}
+	return false
+}
+
+// serverChanges names the [server] keys whose values differ and that a
+// reload does not apply.
 func serverChanges(a, b *tenant.Server) []string {
 	var keys []string
 	va, vb := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
 	for i := range va.NumField() {
-		if !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
-			name, _, _ := strings.Cut(va.Type().Field(i).Tag.Get("toml"), ",")
+		name, _, _ := strings.Cut(va.Type().Field(i).Tag.Get("toml"), ",")
+		if !reloadedServerKey(name) && !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
 			keys = append(keys, name)
 		}
 	}
