@@ -97,10 +97,8 @@ func chownTree(t *testing.T, root string, uid int) {
 
 func phpStatus(t *testing.T, s *hosttest.Server, name string) host.PHPStatus {
 	t.Helper()
-	for _, v := range s.Status().VHosts {
-		if v.Name == name && v.PHP != nil {
-			return *v.PHP
-		}
+	if v, ok := s.Status().VHosts[name]; ok && v.PHP != nil {
+		return *v.PHP
 	}
 	t.Fatalf("no PHP status for %s", name)
 	return host.PHPStatus{}
@@ -382,9 +380,9 @@ enabled = true
 	}
 	running := func() int {
 		k := 0
-		for _, v := range s.Status().VHosts {
+		for name, v := range s.Status().VHosts {
 			if v.PHP == nil {
-				t.Fatalf("vhost %s without PHP status", v.Name)
+				t.Fatalf("vhost %s without PHP status", name)
 			}
 			if v.PHP.State != "idle" {
 				k++

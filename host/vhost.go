@@ -42,6 +42,7 @@ type vhost struct {
 	limit  *vhostCounter // max_concurrent counter, shared by name across reloads (limits.go)
 
 	shared   *scripting.SharedDict
+	scripts  *scripting.ScriptStore      // compiled hooks, shared with the vhost's later versions
 	sessions *session.Manager            // r.session; nil without hooks (session.go)
 	engines  map[string]scripting.Engine // by file extension
 	hooks    [scripting.PhaseLog + 1][]hook
@@ -139,7 +140,8 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 		}
 	}
 	if len(vc.Hooks) > 0 {
-		v.shared = scripting.NewSharedDict(0)
+		st := s.states.get(vc.ServerName)
+		v.shared, v.scripts = st.shared, st.scripts
 		if v.sessions, err = newSessions(s, vc); err != nil {
 			return nil, err
 		}
@@ -162,8 +164,9 @@ func (v *vhost) engine(ext string) (scripting.Engine, error) {
 			Timeout:   v.cfg.Limits.ScriptTimeout.Std(),
 			MaxMemory: int64(v.cfg.Limits.ScriptMemory),
 		},
-		Shared: v.shared,
-		Logger: v.errLog,
+		Shared:  v.shared,
+		Scripts: v.scripts,
+		Logger:  v.errLog,
 	}
 	if len(v.cfg.Hooks) > 0 {
 		cfg.HookDir = filepath.Dir(v.cfg.Hooks[0].File)

@@ -13,13 +13,12 @@ import (
 // root, for scale measurements (docs/operations.md).
 func cmdGenVHosts(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("hostd gen-vhosts", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	out := fs.String("out", "", "output `dir` (created)")
 	count := fs.Int("count", 1000, "number of vhosts")
 	listen := fs.String("listen", "127.0.0.1:8443", "listen_https")
 	admin := fs.String("admin-listen", "", "admin_listen (metrics); \"\" = off")
-	if fs.Parse(args) != nil {
-		return 2
+	if code, ok := parse(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	if *out == "" || *count < 1 {
 		fmt.Fprintln(stderr, "hostd gen-vhosts: --out DIR and --count N >= 1 are required")

@@ -29,7 +29,7 @@ const (
 // hook's file and line; a time-out wraps scripting.ErrTimeout.
 type Engine struct {
 	cfg     scripting.Config
-	scripts scripting.ScriptCache[*glua.FunctionProto]
+	scripts *scripting.ScriptCache[*glua.FunctionProto] // shared through Config.Scripts
 
 	pool *scripting.VMPool[*vm]
 }
@@ -41,8 +41,9 @@ var _ scripting.Engine = (*Engine)(nil)
 func New(cfg scripting.Config) *Engine {
 	cfg = cfg.WithDefaults()
 	return &Engine{
-		cfg:  cfg,
-		pool: scripting.NewVMPool(cfg.MaxVMs, func(v *vm) { v.L.Close() }),
+		cfg:     cfg,
+		scripts: scripting.CacheFor[*glua.FunctionProto](cfg.Scripts, "lua"),
+		pool:    scripting.NewVMPool(cfg.MaxVMs, func(v *vm) { v.L.Close() }),
 	}
 }
 

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"runtime/cgo"
 	"strings"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -50,10 +49,12 @@ const Available = true
 // and is safe for concurrent use; each Run uses its own mrb_state from the
 // engine's pool, and no mrb_state is shared with another engine.
 type Engine struct {
-	cfg     scripting.Config
-	version atomic.Uint64
+	cfg scripting.Config
 
-	scripts scripting.ScriptCache[script]
+	// scripts may be shared with other engines of the tenant (Config.Scripts):
+	// versions come from it, so a VM never mistakes another engine's
+	// version for its own.
+	scripts *scripting.ScriptCache[script]
 
 	pool *scripting.VMPool[*vm]
 }
@@ -92,8 +93,9 @@ var _ scripting.Engine = (*Engine)(nil)
 func New(cfg scripting.Config) *Engine {
 	cfg = cfg.WithDefaults()
 	return &Engine{
-		cfg:  cfg,
-		pool: scripting.NewVMPool(cfg.MaxVMs, (*vm).close),
+		cfg:     cfg,
+		scripts: scripting.CacheFor[script](cfg.Scripts, "mruby"),
+		pool:    scripting.NewVMPool(cfg.MaxVMs, (*vm).close),
 	}
 }
 
@@ -278,7 +280,7 @@ func (e *Engine) load(path string, v *vm) (*proc, error) {
 		if err != nil {
 			return script{}, err
 		}
-		version := e.version.Add(1)
+		version := e.scripts.NextVersion()
 		p, err := v.compile(path, src, version)
 		if err != nil {
 			return script{}, err
