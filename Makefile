@@ -5,7 +5,8 @@ GO       ?= go
 BIN      := bin/hostd
 # Debian packages the build, the tests and the demo need. Installed by
 # `make deps` when missing (root, apt).
-APT_PKGS ?= ca-certificates curl openssl make gcc libc6-dev ruby rake bison dpkg-dev perl php-cgi redis-server memcached pebble
+APT_PKGS ?= ca-certificates curl openssl make gcc libc6-dev ruby rake bison dpkg-dev perl php-cgi php8.2-fpm redis-server memcached pebble \
+	systemd util-linux logrotate prometheus testssl.sh
 
 export PATH := $(PATH):/usr/local/go/bin
 
@@ -15,7 +16,18 @@ include mk/mruby.mk
 # `make build GOFLAGS=-tags=nomruby` builds a pure-Go binary without it.
 BUILD_DEPS := $(if $(findstring nomruby,$(GOFLAGS)),,libmruby)
 
-.PHONY: all build test test-short vet bench demo demo-services deps clean
+# What `hostd version` shows besides what the toolchain stamps with
+# -buildvcs (which does not see git worktrees): the commit, "+dirty" with
+# uncommitted changes, and the build time.
+REVISION   := $(shell r=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null || r=$$r+dirty; echo $$r; })
+BUILD_TIME := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+GO_LDFLAGS := -X main.buildRevision=$(REVISION) -X main.buildTime=$(BUILD_TIME)
+
+# make install: DESTDIR for staging, PREFIX for the binary.
+DESTDIR ?=
+PREFIX  ?= /usr/local
+
+.PHONY: all build test test-short vet bench demo demo-services deps clean install
 
 all: build
 
@@ -30,7 +42,24 @@ deps:
 	fi
 
 build: $(BUILD_DEPS)
-	$(GO) build -o $(BIN) ./cmd/hostd
+	$(GO) build -buildvcs=auto -ldflags '$(GO_LDFLAGS)' -o $(BIN) ./cmd/hostd
+
+# The binary, the systemd unit, the logrotate snippet, a /etc/hostd
+# skeleton (never overwriting an existing configuration) and the state and
+# log directories (root-only). Then: systemctl daemon-reload; systemctl
+# enable --now hostd (docs/operations.md).
+install: build
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/hostd
+	install -D -m 0644 examples/systemd/hostd.service $(DESTDIR)/etc/systemd/system/hostd.service
+	sed -i 's|/usr/local/bin/hostd|$(PREFIX)/bin/hostd|g' $(DESTDIR)/etc/systemd/system/hostd.service
+	install -D -m 0644 examples/systemd/hostd.logrotate $(DESTDIR)/etc/logrotate.d/hostd
+	sed -i 's|/usr/local/bin/hostd|$(PREFIX)/bin/hostd|g' $(DESTDIR)/etc/logrotate.d/hostd
+	install -d -m 0755 $(DESTDIR)/etc/hostd $(DESTDIR)/etc/hostd/vhosts.d $(DESTDIR)/etc/hostd/hooks
+	test -e $(DESTDIR)/etc/hostd/hostd.toml || install -m 0644 examples/systemd/hostd.toml $(DESTDIR)/etc/hostd/hostd.toml
+	test -n "$$(ls $(DESTDIR)/etc/hostd/vhosts.d)" || install -m 0644 examples/systemd/example.toml.disabled $(DESTDIR)/etc/hostd/vhosts.d/example.toml.disabled
+	install -d -m 0700 $(DESTDIR)/var/lib/hostd
+	install -d -m 0750 $(DESTDIR)/var/log/hostd
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then chown root:root /var/lib/hostd /var/log/hostd; fi
 
 vet: $(BUILD_DEPS)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed" >&2; exit 1; }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/hostd/hostd/bench/load"
 	"github.com/hostd/hostd/sandbox"
+	"github.com/hostd/hostd/tenant"
 )
 
 // Options selects what Run measures. The zero value runs the default
@@ -177,6 +178,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if p, err := exec.LookPath("php-cgi"); err == nil {
 		st.phpCGI = p
 	}
+	if _, err := os.Stat(tenant.DefaultPHPFPM); err == nil && st.root {
+		st.phpFPM = true
+	}
 	if err := st.writeTenants(); err != nil {
 		return nil, fmt.Errorf("bench: setup: %w", err)
 	}
@@ -262,7 +266,17 @@ func (s *site) probe(ctx context.Context, hostd string) (map[string]string, erro
 		skips["mode:uring"] = "io_uring is not usable here: " + err.Error()
 	}
 	if s.phpCGI == "" {
-		skips["handler:php"] = "php-cgi is not installed (apt-get install php-cgi)"
+		skips["handler:php-cgi"] = "php-cgi is not installed (apt-get install php-cgi)"
+		skips["handler:phpinfo-cgi"] = skips["handler:php-cgi"]
+	}
+	switch {
+	case !s.root:
+		skips["handler:php-fpm"] = "needs root: each tenant's php-fpm pool runs with the tenant's uid"
+	case !s.phpFPM:
+		skips["handler:php-fpm"] = tenant.DefaultPHPFPM + " is not installed (apt-get install " + tenant.PHPFPMPackage + ")"
+	}
+	if why, ok := skips["handler:php-fpm"]; ok {
+		skips["handler:phpinfo-fpm"] = why
 	}
 	check := func() (string, error) {
 		cfg, err := s.writeConfig("none")
@@ -450,7 +464,7 @@ func (r *runner) runClosed(ctx context.Context, i int, c plannedCell) CellResult
 	}
 	defer s.stop()
 	res.ResponseBytes = size
-	cpu0, _ := load.ProcessTicks(s.pid(), true)
+	cpu0, _ := load.TreeTicks(s.pid())
 	busy0, busyOK := cpuBusy(r.serverCPUs)
 	t0 := time.Now()
 	conns, dur := r.opts.Conns, max(r.opts.Duration, c.handler.MinDuration)
@@ -462,7 +476,7 @@ func (r *runner) runClosed(ctx context.Context, i int, c plannedCell) CellResult
 		prof = startPerf(ctx, r.opts.PerfDir, c.name(), s.pid(), r.opts.Warmup+dur)
 	}
 	lr, err := load.Closed(ctx, r.target(c.handler, c.transport, s), conns, r.opts.Warmup, dur)
-	cpu1, cpuErr := load.ProcessTicks(s.pid(), true)
+	cpu1, cpuErr := load.TreeTicks(s.pid())
 	ok := cpuErr == nil
 	busy1, _ := cpuBusy(r.serverCPUs)
 	if elapsed := time.Since(t0).Seconds(); busyOK && ok && elapsed > 0 {

@@ -10,17 +10,22 @@ import (
 
 // Handler is one request handler of the matrix.
 type Handler struct {
-	// Name is the matrix name: static, native, lua, mruby, cgi, php.
+	// Name is the matrix name: static, native, lua, mruby, cgi, and the
+	// php family: php-cgi, php-fpm, phpinfo-cgi, phpinfo-fpm.
 	Name string
 	// Path is requested on every tenant.
 	Path string
 	// BodyLen is the wanted body length (-1: any).
 	BodyLen int
-	// CGI is true for handlers served by a CGI child (the only ones
-	// suexec mode changes).
+	// CGI is true for handlers served by another process, a CGI child or
+	// a php-fpm pool (the ones with a suexec cell: suexec mode changes
+	// only CGI children, and the pools run as the tenant in every mode).
 	CGI bool
 	// Hello marks the handlers whose response must be byte-identical.
 	Hello bool
+	// KeepAliveOnly runs the handler on HTTPS keep-alive only: what it
+	// measures does not depend on the transport.
+	KeepAliveOnly bool
 	// Desc is shown in reports.
 	Desc string
 	// MaxConns caps the closed loop's connections and MinDuration raises
@@ -40,8 +45,16 @@ var Handlers = []Handler{
 	{Name: "lua", Path: "/lua", BodyLen: len(Hello), Hello: true, Desc: "Lua content hook hello"},
 	{Name: "mruby", Path: "/mruby", BodyLen: len(Hello), Hello: true, Desc: "mruby content hook hello"},
 	{Name: "cgi", Path: "/cgi/hello.cgi", BodyLen: len(Hello), CGI: true, Hello: true, Desc: "CGI /bin/sh hello"},
-	{Name: "php", Path: "/cgi/info.php", BodyLen: -1, CGI: true, Desc: "CGI php-cgi phpinfo(INFO_GENERAL) page",
-		MaxConns: 8, MinDuration: 1500 * time.Millisecond},
+	// The php family: the same two scripts through php-cgi (a CGI process
+	// per request) and through the tenant's php-fpm pool (FastCGI).
+	{Name: "php-cgi", Path: "/cgi/hello.phpcgi", BodyLen: len(Hello), CGI: true, Desc: "PHP hello via php-cgi (CGI)",
+		MaxConns: 8, MinDuration: 1500 * time.Millisecond, KeepAliveOnly: true},
+	{Name: "php-fpm", Path: "/php/hello.php", BodyLen: len(Hello), CGI: true, Desc: "PHP hello via the tenant's php-fpm pool (FastCGI)",
+		KeepAliveOnly: true},
+	{Name: "phpinfo-cgi", Path: "/cgi/info.phpcgi", BodyLen: -1, CGI: true, Desc: "phpinfo(INFO_GENERAL) page via php-cgi (CGI)",
+		MaxConns: 8, MinDuration: 1500 * time.Millisecond, KeepAliveOnly: true},
+	{Name: "phpinfo-fpm", Path: "/php/info.php", BodyLen: -1, CGI: true, Desc: "phpinfo(INFO_GENERAL) page via the tenant's php-fpm pool",
+		KeepAliveOnly: true},
 }
 
 // Modes are the sandbox modes in report order.
@@ -128,7 +141,7 @@ func plan(quick bool, sel selector) []plannedCell {
 	for _, tr := range load.Transports {
 		for _, h := range Handlers {
 			for _, m := range Modes {
-				if !inMatrix(h, m) {
+				if !inMatrix(h, m) || h.KeepAliveOnly && tr != load.HTTPS {
 					continue
 				}
 				if quick && tr != load.HTTPS && !quickExtra(h, m) {

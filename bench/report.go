@@ -228,7 +228,11 @@ func (r *Report) finish() {
 	}
 	add("cgi: suexec / none", 0, "suEXEC-style CGI children vs unswitched", "cgi", "suexec", "cgi", "none")
 	add("cgi: thread / none", 0, "", "cgi", "thread", "cgi", "none")
-	add("php: suexec / none", 0, "", "php", "suexec", "php", "none")
+	add("php-cgi: suexec / none", 0, "", "php-cgi", "suexec", "php-cgi", "none")
+	for _, m := range []string{"none", "suexec", "thread", "inline"} {
+		add("php hello: php-fpm / php-cgi ("+m+")", 20, "the tenant's FastCGI pool vs a php-cgi process per request", "php-fpm", m, "php-cgi", m)
+		add("phpinfo: php-fpm / php-cgi ("+m+")", 0, "", "phpinfo-fpm", m, "phpinfo-cgi", m)
+	}
 
 	// Fairness: the hello responses must be the same size.
 	sizes := map[int][]string{}

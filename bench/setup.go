@@ -25,8 +25,9 @@ r.write("Hello, world!\n")
 `
 	// Content-Length keeps hostd from chunking the body, so the response
 	// is the same size as the native one.
-	shHello = "#!/bin/sh\nprintf 'Content-Type: text/plain\\nContent-Length: 14\\n\\nHello, world!\\n'\n"
-	phpInfo = "<?php phpinfo(INFO_GENERAL);\n"
+	shHello  = "#!/bin/sh\nprintf 'Content-Type: text/plain\\nContent-Length: 14\\n\\nHello, world!\\n'\n"
+	phpInfo  = "<?php phpinfo(INFO_GENERAL);\n"
+	phpHello = "<?php echo \"Hello, world!\\n\";\n"
 )
 
 // site is the throwaway setup: tenants, hooks and one configuration
@@ -36,6 +37,7 @@ type site struct {
 	tenants int
 	root    bool   // running as root: tenants get their uids
 	phpCGI  string // php-cgi path, "" when not installed
+	phpFPM  bool   // php-fpm is installed and tenants have uids: [php] pools
 	mruby   bool   // the mruby hook is configured
 }
 
@@ -65,7 +67,12 @@ func (s *site) writeTenants() error {
 		}{
 			{"1k.txt", kib, 0o644},
 			{"cgi/hello.cgi", shHello, 0o755},
-			{"cgi/info.php", phpInfo, 0o644},
+			// The same scripts for php-cgi (interpreter of .phpcgi) and
+			// for the php-fpm pool (.php).
+			{"cgi/hello.phpcgi", phpHello, 0o644},
+			{"cgi/info.phpcgi", phpInfo, 0o644},
+			{"php/hello.php", phpHello, 0o644},
+			{"php/info.php", phpInfo, 0o644},
 		}
 		for _, f := range tf {
 			if err := writeFile(filepath.Join(pub, f.name), f.body, f.mode); err != nil {
@@ -129,7 +136,10 @@ max_handshakes = -1
 		fmt.Fprintf(&b, "sandbox = %q\nallow_http = true\n", mode)
 		b.WriteString("\n[cgi]\nenabled = true\nextensions = [\".cgi\"]\n")
 		if s.phpCGI != "" {
-			fmt.Fprintf(&b, "interpreters = { \".php\" = %q }\n", s.phpCGI)
+			fmt.Fprintf(&b, "interpreters = { \".phpcgi\" = %q }\n", s.phpCGI)
+		}
+		if s.phpFPM {
+			b.WriteString("\n[php]\nenabled = true\n")
 		}
 		fmt.Fprintf(&b, "\n[[hooks]]\nphase = \"content\"\nfile = %q\npath = \"/lua\"\n", filepath.Join(s.dir, "hooks/hello.lua"))
 		if s.mruby {

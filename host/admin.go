@@ -8,15 +8,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/crypto/acme/autocert"
 
@@ -35,6 +39,7 @@ func AdminSocketPath(stateDir string) string { return filepath.Join(stateDir, Ad
 type serverOps struct {
 	reloadMu       sync.Mutex
 	reloadFailures atomic.Uint64
+	reloadPartial  atomic.Uint64  // reloads that left some vhost files unapplied
 	drains         sync.WaitGroup // retired vhosts still draining
 	started        time.Time
 
@@ -105,10 +110,20 @@ func (s *Server) startOps() {
 	}
 	if s.ops.adminLn != nil {
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(newMetricsCollector(s))
+		reg.MustRegister(newMetricsCollector(s),
+			collectors.NewGoCollector(),
+			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "hostd_build_info",
+				Help: "Always 1; the labels say which hostd is running.",
+				ConstLabels: prometheus.Labels{"version": s.build.Version, "revision": s.build.Revision,
+					"goversion": s.build.GoVersion},
+			}, func() float64 { return 1 }),
+			phpCollector{s}) // php.go
 		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn)}))
 		mux.HandleFunc("GET /status", s.serveStatusPage)
+		mux.HandleFunc("GET /status.json", s.serveStatusJSON)
 		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "/status", http.StatusFound)
 		})
@@ -133,7 +148,7 @@ func (s *Server) closeOps() {
 
 // adminRequest is one request line on the admin socket.
 type adminRequest struct {
-	Op    string `json:"op"`              // status | reload | trace
+	Op    string `json:"op"`              // status | reload | reopen-logs | trace
 	VHost string `json:"vhost,omitempty"` // trace: only this vhost
 }
 
@@ -181,11 +196,15 @@ func (s *Server) serveAdminConn(c net.Conn) {
 		} else {
 			reply.Reload = &res
 		}
+	case "reopen-logs":
+		if err := s.ReopenLogs(); err != nil {
+			reply.Error = err.Error()
+		}
 	case "trace":
 		s.streamTrace(c, req.VHost)
 		return
 	default:
-		reply.Error = fmt.Sprintf("unknown op %q (want status, reload or trace)", req.Op)
+		reply.Error = fmt.Sprintf("unknown op %q (want status, reload, reopen-logs or trace)", req.Op)
 	}
 	c.SetWriteDeadline(time.Now().Add(10 * time.Second))
 	json.NewEncoder(c).Encode(reply)
@@ -240,60 +259,105 @@ func (s *Server) streamTrace(c net.Conn, vhost string) {
 	}
 }
 
-// Status is a snapshot of a server for `hostd status`.
+// Status is a snapshot of a server for `hostd status --json` and the admin
+// listener's /status.json: snake_case keys, maps keyed by name.
 type Status struct {
+	Version    string         `json:"version"`
 	ConfigFile string         `json:"config_file"`
 	Generation uint64         `json:"generation"`
 	Started    time.Time      `json:"started"`
+	Uptime     float64        `json:"uptime_seconds"`
 	Threads    int            `json:"threads"` // OS threads of the process
-	Handshakes HandshakeStats `json:"handshakes"`
-	Reloads    struct {
-		Failed uint64 `json:"failed"`
-	} `json:"reloads"`
-	VHosts []VHostStatus `json:"vhosts"`
+	Handshakes HandshakeStats `json:"tls_handshakes"`
+	Reloads    ReloadStats    `json:"reloads"`
+	Requests   ServerRequests `json:"requests"`
+	// VHosts are the vhosts served, by server_name.
+	VHosts map[string]VHostStatus `json:"vhosts"`
+	// ConfigErrors are the errors of vhost files not applied, by file:
+	// vhosts kept on their previous version, or not served.
+	ConfigErrors map[string][]string `json:"config_errors,omitempty"`
+}
+
+// ReloadStats count reloads since the start.
+type ReloadStats struct {
+	Failed  uint64 `json:"failed"`  // refused: the main file had errors
+	Partial uint64 `json:"partial"` // applied without some vhost files
+}
+
+// ServerRequests count what no vhost answered.
+type ServerRequests struct {
+	UnknownHost       uint64 `json:"unknown_host"` // 404: no vhost for the host name
+	Misdirected       uint64 `json:"misdirected"`  // 421: Host and SNI name different vhosts
+	ConnsRefusedPerIP uint64 `json:"connections_refused_per_ip"`
 }
 
 // VHostStatus is one vhost's counters.
 type VHostStatus struct {
-	Name         string    `json:"name"`
-	Mode         string    `json:"sandbox"`
-	Requests     uint64    `json:"requests"`
-	ByClass      [6]uint64 `json:"by_class"` // other, 1xx, 2xx, 3xx, 4xx, 5xx
-	Errors       uint64    `json:"errors"`   // 5xx answers
-	Active       int64     `json:"active"`   // requests in progress
-	Bytes        uint64    `json:"bytes"`    // kept when metrics are on
-	Workers      int       `json:"workers"`  // live worker threads
-	Busy         int       `json:"busy"`     // workers running a request
-	Threads      uint64    `json:"threads_started"`
-	HookErrors   uint64    `json:"hook_errors"`
-	HookTimeouts uint64    `json:"hook_timeouts"`
-	CGISpawns    uint64    `json:"cgi_spawns"`
+	File         string            `json:"file"`
+	Mode         string            `json:"sandbox"`
+	Requests     uint64            `json:"requests"`
+	ByClass      map[string]uint64 `json:"by_class"` // "2xx": n
+	ByCode       map[string]uint64 `json:"by_code"`  // "200": n
+	Errors       uint64            `json:"errors"`   // 5xx answers
+	Active       int64             `json:"active"`   // requests in progress
+	Bytes        uint64            `json:"bytes"`    // kept when metrics are on
+	Workers      int               `json:"workers"`  // live worker threads
+	Busy         int               `json:"busy"`     // workers running a request
+	Threads      uint64            `json:"threads_started"`
+	HookErrors   uint64            `json:"hook_errors"`
+	HookTimeouts uint64            `json:"hook_timeouts"`
+	CGISpawns    uint64            `json:"cgi_spawns"`
+	Redirects    uint64            `json:"https_redirects"`         // 308 to HTTPS on the plain listener
+	Rejected     uint64            `json:"max_concurrent_rejected"` // 503: max_concurrent reached
+	SessionErrs  uint64            `json:"session_store_errors"`
+	// ConfigErrors are set when the vhost serves its previous version
+	// because its new files have errors.
+	ConfigErrors []string `json:"config_errors,omitempty"`
+
+	// PHP is the state of the vhost's php-fpm pool; nil without [php]
+	// (php.go).
+	PHP *PHPStatus `json:"php,omitempty"`
 }
 
 // Status returns the server's counters now. It is safe for concurrent use.
 func (s *Server) Status() Status {
 	rt := s.routes.Load()
 	st := Status{
+		Version:    s.version,
 		ConfigFile: s.cfg.File,
 		Generation: rt.gen,
 		Started:    s.ops.started,
+		Uptime:     time.Since(s.ops.started).Seconds(),
 		Threads:    processThreads(),
 		Handshakes: s.HandshakeStats(),
-		VHosts:     make([]VHostStatus, 0, len(rt.all)),
+		Reloads:    ReloadStats{Failed: s.ops.reloadFailures.Load(), Partial: s.ops.reloadPartial.Load()},
+		Requests: ServerRequests{UnknownHost: s.stats.unknownHostHTTPS.Load() + s.stats.unknownHostHTTP.Load(),
+			Misdirected: s.stats.misdirected.Load(), ConnsRefusedPerIP: s.stats.refusedPerIP.Load()},
+		VHosts: make(map[string]VHostStatus, len(rt.all)),
 	}
-	st.Reloads.Failed = s.ops.reloadFailures.Load()
+	if len(rt.problems) > 0 {
+		st.ConfigErrors = rt.problems
+	}
 	for _, v := range rt.all {
 		o := &v.ops
-		vs := VHostStatus{Name: v.cfg.ServerName, Mode: v.cfg.Mode, Active: o.active.Load(), Bytes: o.bytes.Load(),
-			HookErrors: o.hookErrors.Load(), HookTimeouts: o.hookTimeouts.Load(), CGISpawns: o.cgiSpawns.Load()}
-		for i := range o.byClass {
-			vs.ByClass[i] = o.byClass[i].Load()
-			vs.Requests += vs.ByClass[i]
+		vs := VHostStatus{File: v.cfg.File, Mode: v.cfg.Mode, Active: o.active.Load(), Bytes: o.bytes.Load(),
+			HookErrors: o.hookErrors.Load(), HookTimeouts: o.hookTimeouts.Load(), CGISpawns: o.cgiSpawns.Load(),
+			Redirects: o.redirects.Load(), Rejected: v.limit.rejected.Load(), SessionErrs: o.sessionErrors.Load(),
+			ByClass: map[string]uint64{}, ByCode: map[string]uint64{}, ConfigErrors: rt.problems[v.cfg.File]}
+		o.codes.each(func(code int, n uint64) {
+			vs.ByCode[strconv.Itoa(code)] = n
+			vs.ByClass[codeClass(code)] += n
+			vs.Requests += n
+		})
+		if n := o.codes.other.Load(); n > 0 {
+			vs.ByClass["other"] += n
+			vs.Requests += n
 		}
-		vs.Errors = vs.ByClass[5]
+		vs.Errors = vs.ByClass["5xx"]
 		sb := v.sb.Stats()
 		vs.Workers, vs.Busy, vs.Threads = sb.Workers, sb.Busy, sb.Started
-		st.VHosts = append(st.VHosts, vs)
+		vs.PHP = v.phpStatus()
+		st.VHosts[v.cfg.ServerName] = vs
 	}
 	return st
 }
@@ -304,11 +368,28 @@ type AdminClient struct {
 	Socket string
 }
 
-func (a AdminClient) call(ctx context.Context, req adminRequest) (*adminReply, error) {
+// ErrNoServer means no server answers on the admin socket: none is
+// running with that state_dir.
+var ErrNoServer = errors.New("no server is running")
+
+// dial connects to the admin socket; a socket that is missing or that
+// nobody listens on is ErrNoServer, named with its path.
+func (a AdminClient) dial(ctx context.Context) (net.Conn, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", a.Socket)
 	if err != nil {
-		return nil, fmt.Errorf("admin socket: %w (is hostd serving this configuration?)", err)
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("%w on %s", ErrNoServer, a.Socket)
+		}
+		return nil, fmt.Errorf("admin socket %s: %w", a.Socket, err)
+	}
+	return c, nil
+}
+
+func (a AdminClient) call(ctx context.Context, req adminRequest) (*adminReply, error) {
+	c, err := a.dial(ctx)
+	if err != nil {
+		return nil, err
 	}
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
@@ -345,13 +426,19 @@ func (a AdminClient) Reload(ctx context.Context) (*ReloadResult, error) {
 	return r.Reload, nil
 }
 
+// ReopenLogs asks the server to reopen its access and error logs (after
+// logrotate moved them).
+func (a AdminClient) ReopenLogs(ctx context.Context) error {
+	_, err := a.call(ctx, adminRequest{Op: "reopen-logs"})
+	return err
+}
+
 // Trace copies trace lines (one per request, vhost "" = all) to w until
 // ctx is done or the server goes away.
 func (a AdminClient) Trace(ctx context.Context, vhost string, w io.Writer) error {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", a.Socket)
+	c, err := a.dial(ctx)
 	if err != nil {
-		return fmt.Errorf("admin socket: %w (is hostd serving this configuration?)", err)
+		return err
 	}
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })

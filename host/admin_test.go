@@ -2,13 +2,16 @@ package host_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -137,6 +140,7 @@ next:
 
 const adminMain = `[server]
 listen_https = "127.0.0.1:0"
+listen_http = "127.0.0.1:0"
 vhosts = "vhosts.d/*.toml"
 admin_listen = "127.0.0.1:0"
 access_log = ""
@@ -153,25 +157,45 @@ func TestMetricsAndStatusPage(t *testing.T) {
 	addr := s.AdminAddr()
 	alice := map[string]string{"vhost": "alice.example"}
 	before := scrape(t, addr)
-	if v, ok := metricValue(before, "hostd_requests_total", map[string]string{"vhost": "alice.example", "code": "2xx"}); !ok || v != 0 {
-		t.Fatalf("hostd_requests_total before: %v %v", v, ok)
+	if v, ok := metricValue(before, "hostd_requests_total", map[string]string{"vhost": "alice.example"}); ok {
+		t.Fatalf("hostd_requests_total before any request: %v", v)
 	}
 	c := s.Client("alice.example", true)
 	for range 3 {
 		hosttest.Get(t, c, "https://alice.example/")
 	}
 	hosttest.Get(t, c, "https://alice.example/missing")
+	hosttest.Get(t, c, "https://nobody.example/") // SNI alice, Host nobody: 421
+	hosttest.Get(t, s.Client("nobody.example", false), "https://nobody.example/")
+	plain := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, host := range []string{"alice.example", "nobody.example"} {
+		req, _ := http.NewRequest("GET", "http://"+s.HTTPAddr()+"/docs/", nil)
+		req.Host = host
+		resp, err := plain.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
 	after := scrape(t, addr)
 	for _, tc := range []struct {
 		name   string
 		labels map[string]string
 		want   float64
 	}{
-		{"hostd_requests_total", map[string]string{"vhost": "alice.example", "code": "2xx"}, 3},
-		{"hostd_requests_total", map[string]string{"vhost": "alice.example", "code": "4xx"}, 1},
-		{"hostd_requests_total", map[string]string{"vhost": "bob.example", "code": "2xx"}, 0},
+		{"hostd_requests_total", map[string]string{"vhost": "alice.example", "code": "200", "code_class": "2xx"}, 3},
+		{"hostd_requests_total", map[string]string{"vhost": "alice.example", "code": "404", "code_class": "4xx"}, 1},
+		{"hostd_https_redirects_total", alice, 1},
+		{"hostd_unknown_host_requests_total", map[string]string{"listener": "https"}, 1},
+		{"hostd_unknown_host_requests_total", map[string]string{"listener": "http"}, 1},
+		{"hostd_misdirected_requests_total", nil, 1},
+		{"hostd_max_concurrent_rejections_total", alice, 0},
+		{"hostd_session_store_errors_total", alice, 0},
+		{"hostd_vhost_config_stale", alice, 0},
+		{"hostd_connections_refused_per_ip_total", nil, 0},
+		{"hostd_build_info", map[string]string{"goversion": runtime.Version()}, 1},
 		{"hostd_request_duration_seconds", alice, 4},
-		{"hostd_tls_handshakes_total", map[string]string{"result": "full"}, 1},
+		{"hostd_tls_handshakes_total", map[string]string{"result": "full"}, 2},
 		{"hostd_config_generation", nil, 1},
 		{"hostd_requests_active", alice, 0},
 		{"hostd_hook_errors_total", alice, 0},
@@ -184,10 +208,42 @@ func TestMetricsAndStatusPage(t *testing.T) {
 	if v, _ := metricValue(after, "hostd_response_bytes_total", alice); v < 3*11 {
 		t.Errorf("hostd_response_bytes_total = %v, want >= 33", v)
 	}
+	if v, ok := metricValue(after, "hostd_requests_total", map[string]string{"vhost": "bob.example"}); ok {
+		t.Errorf("bob has a request series before any request: %v", v)
+	}
+	for _, name := range []string{"go_goroutines", "go_memstats_heap_alloc_bytes", "process_resident_memory_bytes", "process_open_fds"} {
+		if after[name] == nil {
+			t.Errorf("no %s (Go and process collectors)", name)
+		}
+	}
 	for name := range after {
-		if !strings.HasPrefix(name, "hostd_") {
+		if !strings.HasPrefix(name, "hostd_") && !strings.HasPrefix(name, "go_") && !strings.HasPrefix(name, "process_") {
 			t.Errorf("metric %s lacks the hostd_ prefix", name)
 		}
+	}
+	promtoolCheck(t, addr)
+
+	// /status.json is what `hostd status --json` prints.
+	var st host.Status
+	jr, err := http.Get("http://" + addr + "/status.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(jr.Body)
+	jr.Body.Close()
+	if err := json.Unmarshal(raw, &st); err != nil || jr.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("status.json: %v %q", err, jr.Header.Get("Content-Type"))
+	}
+	if a := st.VHosts["alice.example"]; a.Requests != 4 || a.ByCode["200"] != 3 || a.ByClass["4xx"] != 1 || a.Redirects != 1 || st.Requests.UnknownHost != 2 {
+		t.Errorf("status.json: alice %+v, server %+v", a, st.Requests)
+	}
+	for _, key := range []string{`"tls_handshakes": {`, `"full": `, `"vhosts": {`, `"alice.example": {`, `"by_class": {`, `"2xx": 3`, `"by_code": {`, `"404": 1`} {
+		if !strings.Contains(string(raw), key) {
+			t.Errorf("status.json lacks %s:\n%s", key, raw)
+		}
+	}
+	if m := regexp.MustCompile(`"[a-z_]*[A-Z][A-Za-z_]*":`).Find(raw); m != nil {
+		t.Errorf("status.json has a key that is not snake_case: %s", m)
 	}
 
 	// The HTML page shows the same numbers.
@@ -227,6 +283,27 @@ func TestMetricsAndStatusPage(t *testing.T) {
 	walk(doc, "")
 	if rows["alice.example"]["requests"] != "4" || rows["bob.example"]["requests"] != "0" || generation != "1" {
 		t.Errorf("status page: rows %v generation %q; want alice 4 requests, bob 0, generation 1", rows, generation)
+	}
+}
+
+// promtoolCheck runs `promtool check metrics` (Debian package
+// prometheus) on a scrape of /metrics: no problem may be reported.
+func promtoolCheck(t *testing.T, addr string) {
+	t.Helper()
+	if _, err := exec.LookPath("promtool"); err != nil {
+		t.Skip("promtool not installed (make deps installs the prometheus package)")
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	cmd := exec.Command("promtool", "check", "metrics")
+	cmd.Stdin = bytes.NewReader(body)
+	out, err := cmd.CombinedOutput()
+	if err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
 }
 

@@ -248,6 +248,7 @@ func (l *admissionListener) Accept() (net.Conn, error) {
 		}
 		if !l.a.openConn(ip) {
 			c.Close()
+			l.a.stats.refusedPerIP.Add(1)
 			l.a.shed("max_conns_per_ip")
 			continue
 		}

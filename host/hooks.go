@@ -76,8 +76,9 @@ func (v *vhost) finish(hr *hookRequest, status int) {
 }
 
 // hookFailed logs a failed hook run with the script's location and
-// answers 500 (503 for a hook stopped by its time limit, 413 for a body
-// over the limit) when nothing was sent yet. The client never sees the
+// answers 500 (503 for a hook stopped by its time limit, a session store
+// that is down, or a hook that never compiled; 413 for a body over the
+// limit) when nothing was sent yet. The client never sees the
 // error text.
 func (v *vhost) hookFailed(hr *hookRequest, hk *hook, err error) {
 	status, msg := http.StatusInternalServerError, "a hook script failed"
@@ -88,6 +89,12 @@ func (v *vhost) hookFailed(hr *hookRequest, hk *hook, err error) {
 		status, msg = http.StatusRequestEntityTooLarge, "the request body is too large"
 	case errors.Is(err, scripting.ErrSessionUnavailable):
 		status, msg = http.StatusServiceUnavailable, "the session store is unavailable, try again"
+		v.ops.sessionErrors.Add(1)
+	case errors.Is(err, scripting.ErrNeverCompiled):
+		// The hook's file is broken and no earlier version compiled: the
+		// site is being edited; fail closed (no content or access check
+		// is skipped) and say so.
+		status, msg = http.StatusServiceUnavailable, "this part of the site is being updated, try again shortly"
 	}
 	hr.dropSession() // a failed hook's session changes are dropped
 	v.ops.hookFailed(err)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -31,11 +32,14 @@ type vhostOps struct {
 	active  atomic.Int64
 	retired atomic.Bool
 
-	byClass      [6]atomic.Uint64 // [0] other, [1] 1xx ... [5] 5xx
+	codes        statusCounts  // responses by exact status code
+	redirects    atomic.Uint64 // plain HTTP requests redirected (308) to HTTPS
 	bytes        atomic.Uint64
 	hookErrors   atomic.Uint64
 	hookTimeouts atomic.Uint64
 	cgiSpawns    atomic.Uint64
+	// sessionErrors counts requests the session store failed (503).
+	sessionErrors atomic.Uint64
 
 	latency    [len(latencyBuckets) + 1]atomic.Uint64 // last: +Inf
 	latencySum atomic.Uint64                          // nanoseconds
@@ -54,6 +58,62 @@ func (o *vhostOps) enter() bool {
 
 func (o *vhostOps) exit() { o.active.Add(-1) }
 
+// statusCounts counts responses by exact status code. Codes 100 to 999
+// have a block of 100 counters per hundred, made on the first response of
+// that class, so a vhost pays only for the classes it answers (10,000
+// idle vhosts cost nothing). Its methods are safe for concurrent use.
+type statusCounts struct {
+	blocks [10]atomic.Pointer[[100]atomic.Uint64]
+	other  atomic.Uint64 // codes outside 100-999
+}
+
+func (c *statusCounts) add(code int) {
+	if code < 100 || code > 999 {
+		c.other.Add(1)
+		return
+	}
+	p := &c.blocks[code/100]
+	b := p.Load()
+	if b == nil {
+		p.CompareAndSwap(nil, new([100]atomic.Uint64))
+		b = p.Load()
+	}
+	b[code%100].Add(1)
+}
+
+// each calls fn for each code counted at least once, in order.
+func (c *statusCounts) each(fn func(code int, n uint64)) {
+	for h := range c.blocks {
+		if b := c.blocks[h].Load(); b != nil {
+			for i := range b {
+				if n := b[i].Load(); n > 0 {
+					fn(h*100+i, n)
+				}
+			}
+		}
+	}
+}
+
+// total returns the responses counted, and those of class (1 to 9).
+func (c *statusCounts) total(class int) (all, inClass uint64) {
+	all = c.other.Load()
+	c.each(func(code int, n uint64) {
+		all += n
+		if code/100 == class {
+			inClass += n
+		}
+	})
+	return all, inClass
+}
+
+// codeClass returns the class label of a status code: "2xx", or "other".
+func codeClass(code int) string {
+	if code < 100 || code > 999 {
+		return "other"
+	}
+	return strconv.Itoa(code/100) + "xx"
+}
+
 // hookFailed counts a failed hook run.
 func (o *vhostOps) hookFailed(err error) {
 	o.hookErrors.Add(1)
@@ -65,11 +125,7 @@ func (o *vhostOps) hookFailed(err error) {
 // record counts a finished request. The latency histogram and byte counter
 // are kept only when metrics are on.
 func (o *vhostOps) record(status int, bytes int64, d time.Duration, metrics bool) {
-	c := status / 100
-	if c < 1 || c > 5 {
-		c = 0
-	}
-	o.byClass[c].Add(1)
+	o.codes.add(status)
 	if !metrics {
 		return
 	}
@@ -147,36 +203,45 @@ type metricsCollector struct {
 	s *Server
 
 	requests, bytes, active, workers, busy, hookErrors, hookTimeouts, cgiSpawns *prometheus.Desc
-	latency, handshakes, generation, reloads                                    *prometheus.Desc
+	redirects, overload, sessionErrors, configStale                             *prometheus.Desc
+	latency, handshakes, generation, reloads, reloadsPartial                    *prometheus.Desc
+	unknownHost, misdirected, refusedPerIP                                      *prometheus.Desc
 }
 
 func newMetricsCollector(s *Server) *metricsCollector {
 	v := []string{"vhost"}
 	return &metricsCollector{
-		s:            s,
-		requests:     prometheus.NewDesc("hostd_requests_total", "Requests served, by vhost and status class.", []string{"vhost", "code"}, nil),
-		bytes:        prometheus.NewDesc("hostd_response_bytes_total", "Response body bytes sent.", v, nil),
-		active:       prometheus.NewDesc("hostd_requests_active", "Requests in progress.", v, nil),
-		workers:      prometheus.NewDesc("hostd_workers", "Live worker threads of the vhost's tenant.", v, nil),
-		busy:         prometheus.NewDesc("hostd_workers_busy", "Worker threads running a request.", v, nil),
-		hookErrors:   prometheus.NewDesc("hostd_hook_errors_total", "Failed hook runs (timeouts included).", v, nil),
-		hookTimeouts: prometheus.NewDesc("hostd_hook_timeouts_total", "Hook runs stopped by their time limit.", v, nil),
-		cgiSpawns:    prometheus.NewDesc("hostd_cgi_spawns_total", "CGI scripts started.", v, nil),
-		latency:      prometheus.NewDesc("hostd_request_duration_seconds", "Request latency.", v, nil),
-		handshakes:   prometheus.NewDesc("hostd_tls_handshakes_total", "TLS handshakes by result: full, resumed, failed, shed.", []string{"result"}, nil),
-		generation:   prometheus.NewDesc("hostd_config_generation", "Configuration generation: 1 at start, +1 per successful reload.", nil, nil),
-		reloads:      prometheus.NewDesc("hostd_reload_failures_total", "Reloads refused because the new configuration was invalid.", nil, nil),
+		s:              s,
+		requests:       prometheus.NewDesc("hostd_requests_total", "Requests served, by vhost and exact status code (code_class: 2xx, 3xx ...).", []string{"vhost", "code", "code_class"}, nil),
+		bytes:          prometheus.NewDesc("hostd_response_bytes_total", "Response body bytes sent.", v, nil),
+		active:         prometheus.NewDesc("hostd_requests_active", "Requests in progress.", v, nil),
+		workers:        prometheus.NewDesc("hostd_workers", "Live worker threads of the vhost's tenant.", v, nil),
+		busy:           prometheus.NewDesc("hostd_workers_busy", "Worker threads running a request.", v, nil),
+		hookErrors:     prometheus.NewDesc("hostd_hook_errors_total", "Failed hook runs (timeouts included).", v, nil),
+		hookTimeouts:   prometheus.NewDesc("hostd_hook_timeouts_total", "Hook runs stopped by their time limit.", v, nil),
+		cgiSpawns:      prometheus.NewDesc("hostd_cgi_spawns_total", "CGI scripts started.", v, nil),
+		redirects:      prometheus.NewDesc("hostd_https_redirects_total", "Plain HTTP requests redirected (308) to HTTPS.", v, nil),
+		overload:       prometheus.NewDesc("hostd_max_concurrent_rejections_total", "Requests answered 503 because the vhost had max_concurrent requests in progress.", v, nil),
+		sessionErrors:  prometheus.NewDesc("hostd_session_store_errors_total", "Requests answered 503 or not saved because the session store failed.", v, nil),
+		configStale:    prometheus.NewDesc("hostd_vhost_config_stale", "1 when the vhost serves its previous version because its new files have errors.", v, nil),
+		latency:        prometheus.NewDesc("hostd_request_duration_seconds", "Request latency.", v, nil),
+		handshakes:     prometheus.NewDesc("hostd_tls_handshakes_total", "TLS handshakes by result: full, resumed, failed, shed.", []string{"result"}, nil),
+		generation:     prometheus.NewDesc("hostd_config_generation", "Configuration generation: 1 at start, +1 per reload applied.", nil, nil),
+		reloads:        prometheus.NewDesc("hostd_reload_failures_total", "Reloads refused because the main file was invalid.", nil, nil),
+		reloadsPartial: prometheus.NewDesc("hostd_reload_partial_total", "Reloads applied without some vhost files, which had errors.", nil, nil),
+		unknownHost:    prometheus.NewDesc("hostd_unknown_host_requests_total", "Requests answered 404 because no vhost serves their host name.", []string{"listener"}, nil),
+		misdirected:    prometheus.NewDesc("hostd_misdirected_requests_total", "Requests answered 421 because their Host header names another vhost than the TLS server name.", nil, nil),
+		refusedPerIP:   prometheus.NewDesc("hostd_connections_refused_per_ip_total", "Connections closed at accept because their client IP had max_conns_per_ip open.", nil, nil),
 	}
 }
 
 func (c *metricsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.requests, c.bytes, c.active, c.workers, c.busy, c.hookErrors,
-		c.hookTimeouts, c.cgiSpawns, c.latency, c.handshakes, c.generation, c.reloads} {
+		c.hookTimeouts, c.cgiSpawns, c.redirects, c.overload, c.sessionErrors, c.configStale, c.latency,
+		c.handshakes, c.generation, c.reloads, c.reloadsPartial, c.unknownHost, c.misdirected, c.refusedPerIP} {
 		ch <- d
 	}
 }
-
-var classLabels = [6]string{"other", "1xx", "2xx", "3xx", "4xx", "5xx"}
 
 func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	rt := c.s.routes.Load()
@@ -189,8 +254,11 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, v := range rt.all {
 		name := v.cfg.ServerName
 		o := &v.ops
-		for i := range o.byClass {
-			counter(c.requests, o.byClass[i].Load(), name, classLabels[i])
+		o.codes.each(func(code int, n uint64) {
+			counter(c.requests, n, name, strconv.Itoa(code), codeClass(code))
+		})
+		if n := o.codes.other.Load(); n > 0 {
+			counter(c.requests, n, name, "other", "other")
 		}
 		counter(c.bytes, o.bytes.Load(), name)
 		gauge(c.active, float64(o.active.Load()), name)
@@ -200,6 +268,14 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.hookErrors, o.hookErrors.Load(), name)
 		counter(c.hookTimeouts, o.hookTimeouts.Load(), name)
 		counter(c.cgiSpawns, o.cgiSpawns.Load(), name)
+		counter(c.redirects, o.redirects.Load(), name)
+		counter(c.overload, v.limit.rejected.Load(), name)
+		counter(c.sessionErrors, o.sessionErrors.Load(), name)
+		stale := 0.0
+		if rt.problems[v.cfg.File] != nil {
+			stale = 1
+		}
+		gauge(c.configStale, stale, name)
 		buckets := make(map[float64]uint64, len(latencyBuckets))
 		var cum uint64
 		for i, ub := range latencyBuckets {
@@ -216,6 +292,11 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.handshakes, hs.Shed, "shed")
 	gauge(c.generation, float64(rt.gen))
 	counter(c.reloads, c.s.ops.reloadFailures.Load())
+	counter(c.reloadsPartial, c.s.ops.reloadPartial.Load())
+	counter(c.unknownHost, c.s.stats.unknownHostHTTPS.Load(), "https")
+	counter(c.unknownHost, c.s.stats.unknownHostHTTP.Load(), "http")
+	counter(c.misdirected, c.s.stats.misdirected.Load())
+	counter(c.refusedPerIP, c.s.stats.refusedPerIP.Load())
 }
 
 // processThreads returns the number of OS threads of this process, or -1.

@@ -8,6 +8,8 @@ import (
 	"os"
 	"reflect"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,30 +21,74 @@ import (
 // drainPoll is how often a retired vhost checks for its last request.
 const drainPoll = 20 * time.Millisecond
 
-// ReloadResult describes a successful reload.
+// ReloadResult describes a reload that was applied, wholly or in part.
 type ReloadResult struct {
-	Generation uint64        // the new configuration generation
-	Kept       int           // vhosts whose settings did not change: same state, warm workers
-	Added      int           // new vhosts
-	Changed    int           // vhosts rebuilt because their settings changed
-	Removed    int           // vhosts dropped; they drain and close in the background
-	Duration   time.Duration // load, validation and swap
+	Generation uint64 `json:"generation"` // the new configuration generation
+	Unchanged  int    `json:"unchanged"`  // vhosts whose settings did not change: same state, warm workers
+	Added      int    `json:"added"`      // new vhosts
+	Changed    int    `json:"changed"`    // vhosts rebuilt because their settings changed
+	Removed    int    `json:"removed"`    // vhosts dropped; they drain and close in the background
+	// Kept counts vhosts whose new files have errors: they keep serving
+	// their previous version (hooks, VMs, shared dictionary included).
+	Kept int `json:"kept"`
+	// NotAdded counts new vhost files with errors: they are not served.
+	NotAdded int `json:"not_added"`
+	// VHosts lists every vhost the reload added, changed, removed, kept
+	// or did not add (unchanged ones are only counted), in file order.
+	VHosts []VHostChange `json:"vhosts,omitempty"`
+	// Warnings are what the reload could not apply and needs a restart
+	// ([server] settings), one sentence each.
+	Warnings []string      `json:"warnings,omitempty"`
+	Duration time.Duration `json:"duration_ns"` // load, validation and swap
 }
 
+// Partial reports whether some vhost files were not applied (Kept or
+// NotAdded): `hostd reload` then exits with status 3.
+func (r *ReloadResult) Partial() bool { return r.Kept > 0 || r.NotAdded > 0 }
+
+// VHostChange is what a reload did with one vhost file.
+type VHostChange struct {
+	// Name is the vhost's server_name ("" for a new file that could not
+	// be read).
+	Name string `json:"name"`
+	File string `json:"file"`
+	// Action is ChangeAdded, ChangeChanged, ChangeRemoved, ChangeKept or
+	// ChangeNotAdded.
+	Action string `json:"action"`
+	// Errors say why a vhost was kept on its previous version or not
+	// added: FILE:LINE: message, one per entry.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// VHostChange actions.
+const (
+	ChangeAdded    = "added"
+	ChangeChanged  = "changed"
+	ChangeRemoved  = "removed"
+	ChangeKept     = "kept"      // the new files have errors: the previous version keeps serving
+	ChangeNotAdded = "not added" // a new file with errors
+)
+
 // Reload re-reads the main file the server was started with and every
-// vhost file, validates all of it, builds the vhosts whose settings
-// changed, and only then replaces the routes. On any error the old
-// configuration keeps serving and the error (a tenant.ErrorList with
-// file:line entries when the files are at fault) is returned. Vhosts
-// whose tenant.VHost is unchanged keep their state (certificate, worker
-// threads, hook VMs); removed or replaced vhosts stop taking requests at
-// once and close when their in-flight requests are done. Open connections
-// are not touched. [server] settings other than vhosts are not reloaded:
-// changing them is logged and needs a restart. Reload is safe for
-// concurrent use; reloads run one at a time.
+// vhost file and validates them as `hostd check` does. Each tenant is
+// applied on its own: a vhost whose new files are valid is added or
+// rebuilt; one whose files have errors (or whose rebuild fails) keeps
+// serving its previous version, with its compiled hooks, warm workers and
+// shared dictionary; a new file with errors is not added. Only then are
+// the routes replaced, in one store. An error in the main file refuses
+// the whole reload: the old configuration keeps serving and the error (a
+// tenant.ErrorList with file:line entries when the files are at fault) is
+// returned. Unchanged vhosts keep their state; removed or replaced vhosts
+// stop taking requests at once and close when their in-flight requests
+// are done. Open connections are not touched. [server] settings other
+// than vhosts are not reloaded: changing them is reported in Warnings and
+// needs a restart. Reload is safe for concurrent use; reloads run one at
+// a time.
 func (s *Server) Reload(ctx context.Context) (ReloadResult, error) {
 	s.ops.reloadMu.Lock()
 	defer s.ops.reloadMu.Unlock()
+	s.notify(notifyReloading)
+	defer s.notify(notifyReady)
 	begin := time.Now()
 	res, err := s.reload(ctx)
 	res.Duration = time.Since(begin)
@@ -51,34 +97,62 @@ func (s *Server) Reload(ctx context.Context) (ReloadResult, error) {
 		s.logger.Error("reload refused, the old configuration keeps serving", "err", err)
 		return res, err
 	}
-	s.logger.Info("reloaded", "generation", res.Generation, "kept", res.Kept, "added", res.Added,
-		"changed", res.Changed, "removed", res.Removed, "duration", res.Duration)
+	for _, c := range res.VHosts {
+		if len(c.Errors) > 0 {
+			s.logger.Error("reload: vhost "+c.Action, "vhost", c.Name, "file", c.File, "err", strings.Join(c.Errors, "\n"))
+		}
+	}
+	for _, w := range res.Warnings {
+		s.logger.Warn("reload: " + w)
+	}
+	if res.Partial() {
+		s.ops.reloadPartial.Add(1)
+	}
+	s.logger.Info("reloaded", "generation", res.Generation, "unchanged", res.Unchanged, "added", res.Added,
+		"changed", res.Changed, "removed", res.Removed, "kept", res.Kept, "not_added", res.NotAdded, "duration", res.Duration)
 	return res, nil
+}
+
+// reloadedServerKey reports whether a reload applies the [server] key:
+// those only shape how vhost files are found and validated.
+func reloadedServerKey(name string) bool {
+	switch name {
+	case "vhosts", "default_sandbox", "min_uid":
+		return true
+	}
+	return false
+}
+
+// serverChanges names the [server] keys whose values differ and that a
+// reload does not apply.
+func serverChanges(a, b *tenant.Server) []string {
+	var keys []string
+	va, vb := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
+	for i := range va.NumField() {
+		name, _, _ := strings.Cut(va.Type().Field(i).Tag.Get("toml"), ",")
+		if !reloadedServerKey(name) && !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
+			keys = append(keys, name)
+		}
+	}
+	return keys
 }
 
 func (s *Server) reload(ctx context.Context) (ReloadResult, error) {
 	var res ReloadResult
-	cfg, err := tenant.Load(s.cfg.File)
+	cfg, broken, err := Validate(s.cfg.File)
 	if err != nil {
-		return res, err
-	}
-	if err := Check(cfg); err != nil {
 		return res, err
 	}
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	if !reflect.DeepEqual(cfg.Server, s.cfg.Server) {
-		s.logger.Warn("reload: [server] settings changed; only vhosts are reloaded, restart to apply the rest", "file", cfg.File)
+	if keys := serverChanges(&s.cfg.Server, &cfg.Server); len(keys) > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("[server] %s changed in %s: only vhosts are reloaded, restart hostd to apply them",
+			strings.Join(keys, ", "), cfg.File))
 	}
-	if s.spawner == nil {
-		for _, vc := range cfg.VHosts {
-			if vc.CGI.Enabled {
-				if s.spawner, err = sandbox.NewSpawner(s.logger); err != nil {
-					return res, fmt.Errorf("cgi spawner: %w", err)
-				}
-				break
-			}
+	if s.spawner == nil && needsSpawner(cfg.VHosts) { // php.go
+		if s.spawner, err = sandbox.NewSpawner(s.logger); err != nil {
+			return res, fmt.Errorf("cgi spawner: %w", err)
 		}
 	}
 	if err := s.ensureRings(cfg); err != nil {
@@ -88,51 +162,61 @@ func (s *Server) reload(ctx context.Context) (ReloadResult, error) {
 		return res, err
 	}
 	old := s.routes.Load()
-	oldByName := make(map[string]*vhost, len(old.all))
-	for _, v := range old.all {
-		oldByName[v.cfg.ServerName] = v
-	}
-	rt := &routes{byName: make(map[string]*vhost, len(old.byName)), cfg: cfg, gen: old.gen + 1}
-	kept := make(map[*vhost]bool, len(old.all))
-	var toBuild []*tenant.VHost
-	for _, vc := range cfg.VHosts {
-		switch v := oldByName[vc.ServerName]; {
-		case v != nil && reflect.DeepEqual(v.cfg, vc) && !certChanged(v):
-			kept[v] = true
-			res.Kept++
-		case v != nil:
-			res.Changed++
-			toBuild = append(toBuild, vc)
-		default:
-			res.Added++
-			toBuild = append(toBuild, vc)
-		}
-	}
+	p := planReload(old, cfg, broken)
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	built, err := s.buildVHosts(toBuild)
-	if err != nil {
-		return res, err
+	toBuild := make([]*tenant.VHost, len(p.build))
+	for i, b := range p.build {
+		toBuild[i] = b.vc
 	}
-	for i, vc := range toBuild {
-		oldByName[vc.ServerName] = built[i] // now the vhost to serve
-	}
-	for _, vc := range cfg.VHosts {
-		v := oldByName[vc.ServerName]
-		rt.all = append(rt.all, v)
-		for _, n := range vc.Names() {
-			rt.byName[n] = v
+	built, errs := s.buildVHosts(toBuild)
+	for i, b := range p.build {
+		if errs[i] == nil {
+			p.serve(built[i], b.action)
+			continue
+		}
+		msg := errs[i].Error()
+		p.unclaim(b.vc.Names())
+		if b.prev != nil {
+			p.keep(b.prev, b.vc.File, []string{msg})
+		} else {
+			p.changes = append(p.changes, VHostChange{Name: b.vc.ServerName, File: b.vc.File, Action: ChangeNotAdded, Errors: []string{msg}})
+			p.problems[b.vc.File] = []string{msg}
 		}
 	}
+	rt := p.routes(cfg, old.gen+1)
 	s.routes.Store(rt)
+
 	var retired []*vhost
 	for _, v := range old.all {
-		if !kept[v] { // removed, or replaced by a rebuilt vhost
+		if !p.inUse[v] { // removed, or replaced by a rebuilt vhost
 			retired = append(retired, v)
+			if rt.byName[v.cfg.ServerName] == nil {
+				p.changes = append(p.changes, VHostChange{Name: v.cfg.ServerName, File: v.cfg.File, Action: ChangeRemoved})
+			}
 		}
 	}
-	res.Removed = len(retired) - res.Changed
+	served := func(name string) bool { return rt.byName[name] != nil }
+	s.states.forget(served)
+	s.sessMem.forget(served)
+	slices.SortStableFunc(p.changes, func(a, b VHostChange) int { return strings.Compare(a.File, b.File) })
+	res.VHosts = p.changes
+	for _, c := range p.changes {
+		switch c.Action {
+		case ChangeAdded:
+			res.Added++
+		case ChangeChanged:
+			res.Changed++
+		case ChangeRemoved:
+			res.Removed++
+		case ChangeKept:
+			res.Kept++
+		case ChangeNotAdded:
+			res.NotAdded++
+		}
+	}
+	res.Unchanged = p.unchanged
 	res.Generation = rt.gen
 	for _, v := range retired {
 		v.ops.retired.Store(true)
@@ -152,6 +236,155 @@ func (s *Server) reload(ctx context.Context) (ReloadResult, error) {
 	return res, nil
 }
 
+// reloadPlan decides, vhost by vhost, what the next routes serve.
+type reloadPlan struct {
+	claimed   map[string]*vhost // name -> the vhost serving it next (nil: one being built)
+	order     []*vhost          // vhosts served next
+	inUse     map[*vhost]bool   // old vhosts that stay
+	build     []buildItem
+	changes   []VHostChange
+	unchanged int
+	problems  map[string][]string // file -> errors of kept and not added vhosts
+}
+
+type buildItem struct {
+	vc     *tenant.VHost
+	prev   *vhost // the version served now, nil for a new vhost
+	action string
+}
+
+// planReload matches the new configuration against the routes served now:
+// by file for broken files (whose names may be unreadable), by server
+// name for valid ones. A broken file's previous version keeps its names;
+// a valid vhost claiming one of them is refused until that file is fixed.
+func planReload(old *routes, cfg *tenant.Config, broken []*tenant.Broken) *reloadPlan {
+	p := &reloadPlan{claimed: map[string]*vhost{}, inUse: map[*vhost]bool{}, problems: map[string][]string{}}
+	byName := make(map[string]*vhost, len(old.all))
+	byFile := make(map[string]*vhost, len(old.all))
+	for _, v := range old.all {
+		byName[v.cfg.ServerName] = v
+		byFile[v.cfg.File] = v
+	}
+	for _, b := range broken {
+		errs := make([]string, len(b.Errs))
+		for i, e := range b.Errs {
+			errs[i] = e.Error()
+		}
+		if prev := byFile[b.File]; prev != nil && !p.inUse[prev] {
+			p.keep(prev, b.File, errs)
+			continue
+		}
+		name := ""
+		if len(b.Names) > 0 {
+			name = b.Names[0]
+		}
+		p.changes = append(p.changes, VHostChange{Name: name, File: b.File, Action: ChangeNotAdded, Errors: errs})
+		p.problems[b.File] = errs
+	}
+	for _, vc := range cfg.VHosts {
+		prev := byName[vc.ServerName]
+		if prev != nil && p.inUse[prev] {
+			prev = nil // kept above under its own, broken, file
+		}
+		if conflict := p.conflict(vc.Names()); conflict != nil {
+			msg := fmt.Sprintf("%s:%d: server name %q is still served by the previous version of %s, kept because that file has errors: fix it first",
+				vc.File, vc.Line(), conflict.name, conflict.v.cfg.File)
+			if prev != nil {
+				p.keep(prev, vc.File, []string{msg})
+			} else {
+				p.changes = append(p.changes, VHostChange{Name: vc.ServerName, File: vc.File, Action: ChangeNotAdded, Errors: []string{msg}})
+				p.problems[vc.File] = []string{msg}
+			}
+			continue
+		}
+		switch {
+		case prev != nil && reflect.DeepEqual(prev.cfg, vc) && !certChanged(prev):
+			p.unchanged++
+			p.inUse[prev] = true
+			p.order = append(p.order, prev)
+			p.claim(vc.Names(), prev)
+		case prev != nil:
+			p.build = append(p.build, buildItem{vc: vc, prev: prev, action: ChangeChanged})
+			p.claim(vc.Names(), nil)
+		default:
+			p.build = append(p.build, buildItem{vc: vc, action: ChangeAdded})
+			p.claim(vc.Names(), nil)
+		}
+	}
+	return p
+}
+
+type nameConflict struct {
+	name string
+	v    *vhost
+}
+
+// conflict returns the first of names held by a vhost kept on its
+// previous version.
+func (p *reloadPlan) conflict(names []string) *nameConflict {
+	for _, n := range names {
+		if v := p.claimed[n]; v != nil && p.problems[v.cfg.File] != nil {
+			return &nameConflict{n, v}
+		}
+	}
+	return nil
+}
+
+func (p *reloadPlan) claim(names []string, v *vhost) {
+	for _, n := range names {
+		p.claimed[n] = v
+	}
+}
+
+// unclaim releases the names claimed for a vhost that failed to build.
+func (p *reloadPlan) unclaim(names []string) {
+	for _, n := range names {
+		if v, ok := p.claimed[n]; ok && v == nil {
+			delete(p.claimed, n)
+		}
+	}
+}
+
+// keep serves prev, the version served now, for a file whose new version
+// is not applied, with the names nobody else claimed.
+func (p *reloadPlan) keep(prev *vhost, file string, errs []string) {
+	p.inUse[prev] = true
+	p.order = append(p.order, prev)
+	for _, n := range prev.cfg.Names() {
+		if _, taken := p.claimed[n]; !taken {
+			p.claimed[n] = prev
+		}
+	}
+	p.problems[prev.cfg.File] = errs
+	p.changes = append(p.changes, VHostChange{Name: prev.cfg.ServerName, File: file, Action: ChangeKept, Errors: errs})
+}
+
+// serve adds a newly built vhost.
+func (p *reloadPlan) serve(v *vhost, action string) {
+	p.order = append(p.order, v)
+	p.claim(v.cfg.Names(), v)
+	p.changes = append(p.changes, VHostChange{Name: v.cfg.ServerName, File: v.cfg.File, Action: action})
+}
+
+// routes builds the next routes: every vhost in file order, each name to
+// the vhost that claimed it.
+func (p *reloadPlan) routes(cfg *tenant.Config, gen uint64) *routes {
+	slices.SortStableFunc(p.order, func(a, b *vhost) int { return strings.Compare(a.cfg.File, b.cfg.File) })
+	served := *cfg
+	served.VHosts = make([]*tenant.VHost, 0, len(p.order))
+	rt := &routes{byName: make(map[string]*vhost, len(p.claimed)), cfg: &served, gen: gen, problems: p.problems}
+	for _, v := range p.order {
+		rt.all = append(rt.all, v)
+		served.VHosts = append(served.VHosts, v.cfg)
+	}
+	for n, v := range p.claimed {
+		if v != nil {
+			rt.byName[n] = v
+		}
+	}
+	return rt
+}
+
 // Generation returns the configuration generation: 1 at start, +1 per
 // successful reload.
 func (s *Server) Generation() uint64 { return s.routes.Load().gen }
@@ -161,11 +394,10 @@ func (s *Server) Config() *tenant.Config { return s.routes.Load().cfg }
 
 // buildVHosts builds a vhost for each of vcs, on every CPU at once: with
 // thousands of vhosts, loading certificates dominates start and reload.
-// On error it closes what it built and returns the first error in vcs
-// order.
-func (s *Server) buildVHosts(vcs []*tenant.VHost) ([]*vhost, error) {
-	vs := make([]*vhost, len(vcs))
-	errs := make([]error, len(vcs))
+// errs[i] is the error of vcs[i] (vs[i] is then nil), naming its file.
+func (s *Server) buildVHosts(vcs []*tenant.VHost) (vs []*vhost, errs []error) {
+	vs = make([]*vhost, len(vcs))
+	errs = make([]error, len(vcs))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(vcs)) {
@@ -178,17 +410,7 @@ func (s *Server) buildVHosts(vcs []*tenant.VHost) ([]*vhost, error) {
 		})
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			for _, v := range vs {
-				if v != nil {
-					v.close()
-				}
-			}
-			return nil, err
-		}
-	}
-	return vs, nil
+	return vs, errs
 }
 
 // certChanged reports whether a vhost's tls_cert file now holds another

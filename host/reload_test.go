@@ -24,16 +24,18 @@ func admin(s *hosttest.Server) host.AdminClient {
 
 func vhostStatus(t *testing.T, st *host.Status, name string) host.VHostStatus {
 	t.Helper()
-	for _, v := range st.VHosts {
-		if v.Name == name {
-			return v
-		}
+	v, ok := st.VHosts[name]
+	if !ok {
+		t.Fatalf("vhost %s not in status", name)
 	}
-	t.Fatalf("vhost %s not in status", name)
-	return host.VHostStatus{}
+	return v
 }
 
-func TestReloadBrokenFileKeepsServing(t *testing.T) {
+// TestReloadBrokenFileIsolated: a new vhost file with errors is not added
+// and reported with FILE:LINE, while the reload applies and every other
+// vhost keeps serving; a name claimed by the broken file keeps serving
+// its owner's previous version.
+func TestReloadBrokenFileIsolated(t *testing.T) {
 	s := hosttest.Start(t, hosttest.Files{
 		"vhosts.d/alice.toml": "server_name = \"alice.example\"\nroot = \"../alice\"\n",
 		"alice/index.html":    "alice home\n",
@@ -46,30 +48,49 @@ func TestReloadBrokenFileKeepsServing(t *testing.T) {
 	}
 	cases := []struct {
 		name, file, want string
+		aliceKept        bool
 	}{
-		{"unknown key", "server_name = \"bob.example\"\nrooot = \"../bob\"\n", "bob.toml:2: unknown key"},
-		{"syntax", "server_name = \"bob.example\"\nroot = \"../bob\n", "bob.toml:2"},
-		{"missing root", "server_name = \"bob.example\"\nroot = \"../nowhere\"\n", "bob.toml:2"},
-		{"duplicate name", "server_name = \"alice.example\"\nroot = \"../bob\"\n", "bob.toml"},
+		{"unknown key", "server_name = \"bob.example\"\nrooot = \"../bob\"\n", "bob.toml:2:1: unknown key", false},
+		{"syntax", "server_name = \"bob.example\"\nroot = \"../bob\n", "bob.toml:2:", false},
+		{"missing root", "server_name = \"bob.example\"\nroot = \"../nowhere\"\n", "bob.toml:2:", false},
+		{"duplicate name", "server_name = \"alice.example\"\nroot = \"../bob\"\n", "bob.toml:1: server name \"alice.example\" is already claimed by", true},
 	}
 	bobFile := filepath.Join(s.Dir, "vhosts.d", "bob.toml")
+	gen := uint64(1)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := os.WriteFile(bobFile, []byte(tc.file), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := admin(s).Reload(ctx)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("reload error = %v, want one containing %q", err, tc.want)
+			res, err := admin(s).Reload(ctx)
+			if err != nil {
+				t.Fatalf("reload: %v", err)
 			}
-			if g := s.Generation(); g != 1 {
-				t.Errorf("generation %d after a refused reload, want 1", g)
+			gen++
+			if !res.Partial() || res.NotAdded != 1 || res.Added != 0 || res.Generation != gen {
+				t.Errorf("result %+v", res)
+			}
+			var bob *host.VHostChange
+			for i := range res.VHosts {
+				if res.VHosts[i].File == bobFile {
+					bob = &res.VHosts[i]
+				}
+			}
+			if bob == nil || bob.Action != host.ChangeNotAdded || len(bob.Errors) == 0 || !strings.Contains(bob.Errors[0], tc.want) {
+				t.Fatalf("bob: %+v, want an error containing %q", bob, tc.want)
+			}
+			if tc.aliceKept != (res.Kept == 1) || (!tc.aliceKept && res.Unchanged != 1) {
+				t.Errorf("alice: kept %d unchanged %d", res.Kept, res.Unchanged)
 			}
 			if r := hosttest.Get(t, c, "https://alice.example/"); r.StatusCode != 200 || r.Body != "alice home\n" {
-				t.Errorf("alice after refused reload: %d %q", r.StatusCode, r.Body)
+				t.Errorf("alice after the reload: %d %q", r.StatusCode, r.Body)
 			}
-			if !strings.Contains(s.Logs.String(), "reload refused") {
-				t.Error("the refused reload was not logged")
+			st, err := admin(s).Status(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if errs := st.ConfigErrors[bobFile]; len(errs) == 0 || !strings.Contains(errs[0], tc.want) {
+				t.Errorf("status config_errors %v", st.ConfigErrors)
 			}
 		})
 	}
@@ -81,7 +102,7 @@ func TestReloadBrokenFileKeepsServing(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reload: %v", err)
 	}
-	if res.Generation != 2 || res.Kept != 1 || res.Added != 1 || res.Removed != 0 || res.Changed != 0 {
+	if res.Unchanged != 1 || res.Added != 1 || res.Removed != 0 || res.Changed != 0 || res.Partial() {
 		t.Errorf("reload result %+v", res)
 	}
 	if r := hosttest.Get(t, s.Client("bob.example", false), "https://bob.example/"); r.StatusCode != 200 || r.Body != "bob home\n" {
@@ -95,11 +116,34 @@ func TestReloadBrokenFileKeepsServing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// alice kept her counters (the same vhost state): 1 + 4 requests.
-	if a := vhostStatus(t, st, "alice.example"); a.Requests != 5 || st.Generation != 2 {
-		t.Errorf("alice requests %d generation %d, want 5 and 2", a.Requests, st.Generation)
+	if a := vhostStatus(t, st, "alice.example"); a.Requests != 5 || st.Generation != gen+1 {
+		t.Errorf("alice requests %d generation %d, want 5 and %d", a.Requests, st.Generation, gen+1)
 	}
-	if st.Reloads.Failed != uint64(len(cases)) {
-		t.Errorf("failed reloads %d, want %d", st.Reloads.Failed, len(cases))
+	if st.Reloads.Partial != uint64(len(cases)) || st.Reloads.Failed != 0 || len(st.ConfigErrors) != 0 {
+		t.Errorf("reloads %+v, config errors %v", st.Reloads, st.ConfigErrors)
+	}
+}
+
+// TestReloadMainFileErrorRefused: an error in the main file refuses the
+// whole reload, listing the vhost files' errors too.
+func TestReloadMainFileErrorRefused(t *testing.T) {
+	s := hosttest.Start(t, hosttest.Files{
+		"vhosts.d/alice.toml": "server_name = \"alice.example\"\nroot = \"../alice\"\n",
+		"alice/index.html":    "alice home\n",
+	})
+	hosttest.Write(t, s.Dir, hosttest.Files{
+		"hostd.toml":        hosttest.MainConfig + "read_timeout = 60\n",
+		"vhosts.d/bob.toml": "server_name = \"bob.example\"\nroot = 1\n",
+	})
+	_, err := admin(s).Reload(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "hostd.toml:7:16: server.read_timeout") || !strings.Contains(err.Error(), "bob.toml:2:8: root: want a string") {
+		t.Fatalf("reload error = %v", err)
+	}
+	if s.Generation() != 1 {
+		t.Errorf("generation %d", s.Generation())
+	}
+	if r := hosttest.Get(t, s.Client("alice.example", false), "https://alice.example/"); r.StatusCode != 200 {
+		t.Errorf("alice: %d", r.StatusCode)
 	}
 }
 
@@ -159,14 +203,14 @@ func TestReloadUnderLoad(t *testing.T) {
 		}
 	}
 	write("carol.toml", "server_name = \"carol.example\"\nroot = \"../carol\"\n")
-	reload(func(r host.ReloadResult) bool { return r.Added == 1 && r.Kept == 2 })
+	reload(func(r host.ReloadResult) bool { return r.Added == 1 && r.Unchanged == 2 })
 	os.Remove(filepath.Join(s.Dir, "vhosts.d", "bob.toml"))
-	reload(func(r host.ReloadResult) bool { return r.Removed == 1 && r.Kept == 2 })
+	reload(func(r host.ReloadResult) bool { return r.Removed == 1 && r.Unchanged == 2 })
 	// alice's settings change: she is rebuilt while her requests run.
 	write("alice.toml", "server_name = \"alice.example\"\naliases = [\"www.alice.example\"]\nroot = \"../alice\"\n")
-	reload(func(r host.ReloadResult) bool { return r.Changed == 1 && r.Kept == 1 })
+	reload(func(r host.ReloadResult) bool { return r.Changed == 1 && r.Unchanged == 1 })
 	for range 3 {
-		reload(func(r host.ReloadResult) bool { return r.Kept == 2 })
+		reload(func(r host.ReloadResult) bool { return r.Unchanged == 2 })
 	}
 	time.Sleep(150 * time.Millisecond)
 	cancel()
@@ -282,7 +326,7 @@ func TestReloadRenewedCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Changed != 1 || res.Kept != 1 {
+	if res.Changed != 1 || res.Unchanged != 1 {
 		t.Errorf("reload result %+v, want alice changed and bob kept", res)
 	}
 	if again := s.PeerCertificate(t, "alice.example"); again.Equal(first) {

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hostd/hostd/host/phpfpm"
 	"github.com/hostd/hostd/sandbox"
 	"github.com/hostd/hostd/tenant"
 )
@@ -24,6 +25,15 @@ import (
 type Options struct {
 	// Logger receives server errors (default: discard).
 	Logger *slog.Logger
+	// SkipBroken starts without the vhosts that fail to build (their
+	// certificate or document root cannot be loaded) instead of failing;
+	// they are logged and listed by Status. Broken are vhost files
+	// Validate refused, to be listed the same way.
+	SkipBroken bool
+	Broken     []*tenant.Broken
+	// Build identifies the binary in Status and the hostd_build_info
+	// metric (zero: what the Go toolchain stamped into it).
+	Build BuildInfo
 }
 
 // Server serves one configuration over HTTPS and, optionally, plain HTTP.
@@ -33,13 +43,19 @@ type Server struct {
 	logger *slog.Logger
 	access *accessLog
 
-	spawner     *sandbox.Spawner // nil unless a vhost enables CGI
-	rings       *sandbox.Rings   // nil unless a vhost uses mode uring (gate.go)
-	vms         *vmPools         // hook VMs shared by the vhosts that do not switch threads (gate.go)
-	dirs        sandbox.Dirs     // the vhosts' gate roots, each directory open once
+	build   BuildInfo
+	version string // build.String()
+
+	spawner     *sandbox.Spawner // nil unless a vhost enables CGI or PHP
+	php         *phpfpm.Manager  // the php-fpm pools' manager, made on first use (php.go)
+	phpOnce     sync.Once
+	rings       *sandbox.Rings // nil unless a vhost uses mode uring (gate.go)
+	vms         *vmPools       // hook VMs shared by the vhosts that do not switch threads (gate.go)
+	dirs        sandbox.Dirs   // the vhosts' gate roots, each directory open once
 	routes      atomic.Pointer[routes]
 	defaultCert *tls.Certificate
 	tlsConfig   *tls.Config
+	tlsOther    *tls.Config // tlsConfig with the other tls_profile (tlsprofile.go)
 
 	httpsSrv, httpSrv *http.Server
 	httpsLn, httpLn   net.Listener
@@ -47,13 +63,15 @@ type Server struct {
 
 	stats serverStats
 
-	tickets *ticketKeys // session ticket keys in state_dir (tickets.go)
-	admit   *admission  // overload protection of the HTTPS listener (admission.go)
-	limits  vhostLimits // per-vhost max_concurrent (limits.go)
+	tickets *ticketKeys  // session ticket keys in state_dir (tickets.go)
+	ocsp    *ocspStapler // OCSP staples of certificates that name a responder (ocsp.go)
+	admit   *admission   // overload protection of the HTTPS listener (admission.go)
+	limits  vhostLimits  // per-vhost max_concurrent (limits.go)
 
 	ops serverOps // reload, admin socket, metrics, trace (admin.go, reload.go)
 
 	sessMem memoryStores // memory session stores, kept across reloads (session.go)
+	states  tenantStates // shared dictionaries and compiled hooks, kept across reloads (state.go)
 
 	closeOnce sync.Once
 }
@@ -64,6 +82,9 @@ type routes struct {
 	all    []*vhost
 	cfg    *tenant.Config // the configuration these routes serve
 	gen    uint64         // configuration generation: 1 at start, +1 per reload
+	// problems are the errors of vhost files not applied, by file: kept
+	// on their previous version, or not served at all.
+	problems map[string][]string
 }
 
 // lookup returns the vhost for a canonical host name: an exact name, else
@@ -85,7 +106,8 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, logger: logger, vms: newVMPools()}
+	s := &Server{cfg: cfg, logger: logger, build: opts.Build.ReadBuildInfo(), vms: newVMPools()}
+	s.version = s.build.String()
 	access, err := openAccessLog(cfg.AccessLog)
 	if err != nil {
 		return nil, err
@@ -97,19 +119,17 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 		s.access.Close()
 		return nil, fmt.Errorf("default certificate: %w", err)
 	}
-	for _, vc := range cfg.VHosts {
-		if vc.CGI.Enabled && s.spawner == nil {
-			if s.spawner, err = sandbox.NewSpawner(logger); err != nil {
-				s.access.Close()
-				return nil, fmt.Errorf("cgi spawner: %w", err)
-			}
+	if needsSpawner(cfg.VHosts) { // php.go
+		if s.spawner, err = sandbox.NewSpawner(logger); err != nil {
+			s.access.Close()
+			return nil, fmt.Errorf("cgi spawner: %w", err)
 		}
 	}
 	if err := s.ensureRings(cfg); err != nil {
 		s.Close()
 		return nil, err
 	}
-	rt, err := s.buildRoutes(cfg)
+	rt, err := s.buildRoutes(cfg, opts)
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -120,18 +140,22 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.tlsConfig = &tls.Config{
-		MinVersion:     tls.VersionTLS12,
-		GetCertificate: s.getCertificate,
-		NextProtos:     []string{"h2", "http/1.1", acmeALPN}, // acmeALPN: TLS-ALPN-01 (acme.go)
+		GetCertificate:   s.getCertificate,
+		NextProtos:       []string{"h2", "http/1.1", acmeALPN}, // acmeALPN: TLS-ALPN-01 (acme.go)
+		VerifyConnection: s.countHandshake,
 	}
+	applyTLSProfile(s.tlsConfig, cfg.Server.TLSProfile)
+	s.tlsOther = s.tlsConfig.Clone()
+	applyTLSProfile(s.tlsOther, otherProfile(cfg.Server.TLSProfile))
+	s.tlsConfig.GetConfigForClient = s.configForClient
 	s.tickets = newTicketKeys(filepath.Join(cfg.StateDir, "ticket.keys"), cfg.Server.TicketRotation.Std(), logger)
-	if err := s.tickets.apply(time.Now(), s.tlsConfig); err != nil {
+	if err := s.tickets.apply(time.Now(), s.tlsConfig, s.tlsOther); err != nil {
 		s.Close()
 		return nil, err
 	}
 	s.admit = newAdmission(&cfg.Server, &s.stats, logger)
+	s.ocsp = newOCSPStapler(cfg.StateDir, logger)
 
-	s.tlsConfig.VerifyConnection = s.countHandshake
 	errLog := s.handshakeErrorLog()
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
@@ -160,15 +184,33 @@ func (s *Server) newHTTPServer(h http.HandlerFunc, errLog *log.Logger) *http.Ser
 	}
 }
 
-func (s *Server) buildRoutes(cfg *tenant.Config) (*routes, error) {
-	rt := &routes{byName: make(map[string]*vhost), cfg: cfg, gen: 1}
-	vs, err := s.buildVHosts(cfg.VHosts) // in parallel (reload.go)
-	if err != nil {
+func (s *Server) buildRoutes(cfg *tenant.Config, opts Options) (*routes, error) {
+	served := *cfg
+	served.VHosts = nil
+	rt := &routes{byName: make(map[string]*vhost), cfg: &served, gen: 1, problems: map[string][]string{}}
+	for _, b := range opts.Broken {
+		for _, e := range b.Errs {
+			rt.problems[b.File] = append(rt.problems[b.File], e.Error())
+		}
+	}
+	vs, errs := s.buildVHosts(cfg.VHosts) // in parallel (reload.go)
+	if err := errors.Join(errs...); err != nil && !opts.SkipBroken {
+		for _, v := range vs {
+			if v != nil {
+				v.close()
+			}
+		}
 		return nil, err
 	}
 	for i, vc := range cfg.VHosts {
 		v := vs[i]
+		if v == nil {
+			s.logger.Error("vhost not served", "file", vc.File, "err", errs[i])
+			rt.problems[vc.File] = []string{errs[i].Error()}
+			continue
+		}
 		rt.all = append(rt.all, v)
+		served.VHosts = append(served.VHosts, vc)
 		for _, n := range vc.Names() {
 			rt.byName[n] = v
 		}
@@ -232,7 +274,8 @@ func (s *Server) Serve(ctx context.Context) error {
 	go func() { errc <- s.httpsSrv.ServeTLS(s.httpsLn, "", "") }()
 	ticketsCtx, stopTickets := context.WithCancel(ctx)
 	defer stopTickets()
-	go s.tickets.run(ticketsCtx, s.tlsConfig)
+	go s.tickets.run(ticketsCtx, s.tlsConfig, s.tlsOther)
+	go s.ocsp.run(ticketsCtx)
 	n := 1
 	if s.httpLn != nil {
 		n++
@@ -241,6 +284,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.startOps()
 	rt := s.routes.Load()
 	s.logger.Info("serving", "https", s.HTTPSAddr(), "http", s.HTTPAddr(), "vhosts", len(rt.all))
+	s.notify(notifyReady)
 
 	var serveErr error
 	select {
@@ -248,6 +292,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	case serveErr = <-errc:
 		n--
 	}
+	s.notify(notifyStopping)
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Server.ShutdownTimeout.Std())
 	defer cancel()
 	err := s.httpsSrv.Shutdown(shutdownCtx)
@@ -303,9 +348,13 @@ func (s *Server) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, e
 	}
 	if v := s.routes.Load().lookup(canonicalHost(hello.ServerName)); v != nil {
 		if v.cfg.TLS == "acme" {
-			return s.acmeCertificate(hello, v) // acme.go
+			c, err := s.acmeCertificate(hello, v) // acme.go
+			if err != nil {
+				return nil, err
+			}
+			return s.ocsp.staple(c), nil
 		}
-		return v.cert, nil
+		return s.ocsp.staple(v.cert), nil
 	}
 	return s.defaultCert, nil
 }
@@ -330,11 +379,16 @@ func (s *Server) serveHTTPS(w http.ResponseWriter, r *http.Request) {
 	name := "-"
 	switch {
 	case r.TLS != nil && r.TLS.ServerName != "" && rt.lookup(canonicalHost(r.TLS.ServerName)) != v:
+		s.stats.misdirected.Add(1)
 		httpError(rec, http.StatusMisdirectedRequest, "the Host header does not match the TLS server name")
 	case v == nil:
+		s.stats.unknownHostHTTPS.Add(1)
 		httpError(rec, http.StatusNotFound, "no site is configured for this host name")
 	default:
 		name = v.cfg.ServerName
+		if v.cfg.HSTS != "" {
+			rec.Header().Set("Strict-Transport-Security", string(v.cfg.HSTS))
+		}
 		s.serveTracked(rec, r, v, start)
 	}
 	s.access.log(r, name, rec, start)
@@ -353,6 +407,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	name := "-"
 	switch {
 	case v == nil:
+		s.stats.unknownHostHTTP.Add(1)
 		httpError(rec, http.StatusNotFound, "no site is configured for this host name")
 	case v.cfg.AllowHTTP:
 		name = v.cfg.ServerName
@@ -364,6 +419,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			target += ":" + s.httpsPort
 		}
 		target += r.URL.RequestURI()
+		v.ops.redirects.Add(1)
 		http.Redirect(rec, r, target, http.StatusPermanentRedirect)
 	}
 	s.access.log(r, name, rec, start)

@@ -140,6 +140,7 @@ func (v *vhost) flushSession(hr *hookRequest) bool {
 		return true
 	}
 	hr.Logger().Error("session not saved", "store", v.sessions.Store().String(), "err", err)
+	v.ops.sessionErrors.Add(1)
 	hr.dropSession()
 	if !hr.wrote && !hr.finished {
 		hr.wrote, hr.status = true, http.StatusServiceUnavailable

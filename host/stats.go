@@ -11,11 +11,22 @@ type serverStats struct {
 	handshakesResumed atomic.Uint64
 	handshakesFailed  atomic.Uint64
 	handshakesShed    atomic.Uint64
+
+	// Requests no vhost answered: unknown host names (404) per listener,
+	// and a Host header naming another vhost than the SNI (421).
+	unknownHostHTTPS, unknownHostHTTP atomic.Uint64
+	misdirected                       atomic.Uint64
+	// refusedPerIP counts connections closed at accept by max_conns_per_ip
+	// (also counted as shed handshakes).
+	refusedPerIP atomic.Uint64
 }
 
 // HandshakeStats is a snapshot of the TLS handshake counters.
 type HandshakeStats struct {
-	Full, Resumed, Failed, Shed uint64
+	Full    uint64 `json:"full"`
+	Resumed uint64 `json:"resumed"`
+	Failed  uint64 `json:"failed"`
+	Shed    uint64 `json:"shed"`
 }
 
 // HandshakeStats returns the handshake counters since the server started.

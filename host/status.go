@@ -1,6 +1,7 @@
 package host
 
 import (
+	"encoding/json"
 	"html/template"
 	"net/http"
 	"time"
@@ -19,12 +20,16 @@ var statusPage = template.Must(template.New("status").Parse(`<!DOCTYPE html>
 <dt>Started</dt><dd id="started">{{.Started.UTC.Format "2006-01-02T15:04:05Z"}} (up {{.Uptime}})</dd>
 <dt>Threads</dt><dd id="threads">{{.Threads}}</dd>
 <dt>TLS handshakes</dt><dd id="handshakes">full {{.Handshakes.Full}}, resumed {{.Handshakes.Resumed}}, failed {{.Handshakes.Failed}}, shed {{.Handshakes.Shed}}</dd>
+<dt>Version</dt><dd id="version">{{.Version}}</dd>
 <dt>Failed reloads</dt><dd id="reload-failures">{{.Reloads.Failed}}</dd>
+<dt>Partial reloads</dt><dd id="reload-partial">{{.Reloads.Partial}}</dd>
+<dt>Unknown host names</dt><dd id="unknown-host">{{.Requests.UnknownHost}}</dd>
 </dl>
+{{if .ConfigErrors}}<h2>Vhost files not applied</h2><ul id="config-errors">{{range $file, $errs := .ConfigErrors}}<li>{{$file}}<ul>{{range $errs}}<li>{{.}}</li>{{end}}</ul></li>{{end}}</ul>{{end}}
 <table id="vhosts">
-<thead><tr><th>vhost</th><th>sandbox</th><th>requests</th><th>2xx</th><th>3xx</th><th>4xx</th><th>5xx</th><th>active</th><th>bytes</th><th>workers</th><th>busy</th><th>hook errors</th><th>hook timeouts</th><th>CGI spawns</th></tr></thead>
+<thead><tr><th>vhost</th><th>sandbox</th><th>requests</th><th>2xx</th><th>3xx</th><th>4xx</th><th>5xx</th><th>active</th><th>bytes</th><th>workers</th><th>busy</th><th>hook errors</th><th>hook timeouts</th><th>CGI spawns</th><th>configuration</th></tr></thead>
 <tbody>
-{{range .VHosts}}<tr data-vhost="{{.Name}}"><td>{{.Name}}</td><td>{{.Mode}}</td><td class="requests">{{.Requests}}</td><td>{{index .ByClass 2}}</td><td>{{index .ByClass 3}}</td><td>{{index .ByClass 4}}</td><td class="errors">{{index .ByClass 5}}</td><td>{{.Active}}</td><td class="bytes">{{.Bytes}}</td><td>{{.Workers}}</td><td>{{.Busy}}</td><td>{{.HookErrors}}</td><td>{{.HookTimeouts}}</td><td>{{.CGISpawns}}</td></tr>
+{{range $name, $v := .VHosts}}<tr data-vhost="{{$name}}"><td>{{$name}}</td><td>{{$v.Mode}}</td><td class="requests">{{$v.Requests}}</td><td>{{index $v.ByClass "2xx"}}</td><td>{{index $v.ByClass "3xx"}}</td><td>{{index $v.ByClass "4xx"}}</td><td class="errors">{{index $v.ByClass "5xx"}}</td><td>{{$v.Active}}</td><td class="bytes">{{$v.Bytes}}</td><td>{{$v.Workers}}</td><td>{{$v.Busy}}</td><td>{{$v.HookErrors}}</td><td>{{$v.HookTimeouts}}</td><td>{{$v.CGISpawns}}</td><td class="config">{{if $v.ConfigErrors}}previous version kept: {{range $v.ConfigErrors}}{{.}} {{end}}{{end}}</td></tr>
 {{end}}</tbody></table>
 </body></html>
 `))
@@ -40,5 +45,16 @@ func (s *Server) serveStatusPage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	if err := statusPage.Execute(w, statusView{Status: st, Uptime: time.Since(st.Started).Round(time.Second)}); err != nil {
 		s.logger.Warn("status page", "err", err)
+	}
+}
+
+// serveStatusJSON serves what `hostd status --json` prints.
+func (s *Server) serveStatusJSON(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(s.Status()); err != nil {
+		s.logger.Warn("status.json", "err", err)
 	}
 }

@@ -131,14 +131,16 @@ func readTicketKeys(file string) ([]ticketKey, error) {
 	return list, nil
 }
 
-// apply syncs the keys at now and installs them in cfg when they changed.
-func (tk *ticketKeys) apply(now time.Time, cfg *tls.Config) error {
+// apply syncs the keys at now and installs them in cfgs when they changed.
+func (tk *ticketKeys) apply(now time.Time, cfgs ...*tls.Config) error {
 	keys, changed, err := tk.sync(now)
 	if err != nil {
 		return err
 	}
 	if changed {
-		cfg.SetSessionTicketKeys(keys)
+		for _, cfg := range cfgs {
+			cfg.SetSessionTicketKeys(keys)
+		}
 	}
 	return nil
 }
@@ -146,7 +148,7 @@ func (tk *ticketKeys) apply(now time.Time, cfg *tls.Config) error {
 // run re-reads and rotates the keys until ctx is done, often enough that
 // a rotation by another node sharing the file is picked up well within
 // the overlap window.
-func (tk *ticketKeys) run(ctx context.Context, cfg *tls.Config) {
+func (tk *ticketKeys) run(ctx context.Context, cfgs ...*tls.Config) {
 	t := time.NewTicker(min(tk.period/4, time.Minute))
 	defer t.Stop()
 	for {
@@ -154,7 +156,7 @@ func (tk *ticketKeys) run(ctx context.Context, cfg *tls.Config) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			if err := tk.apply(now, cfg); err != nil {
+			if err := tk.apply(now, cfgs...); err != nil {
 				tk.logger.Error("session ticket keys", "err", err)
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/hostd/hostd/host/cgi"
+	"github.com/hostd/hostd/host/phpfpm"
 	"github.com/hostd/hostd/sandbox"
 	"github.com/hostd/hostd/scripting"
 	"github.com/hostd/hostd/scripting/lua"
@@ -41,6 +42,7 @@ type vhost struct {
 	limit  *vhostCounter // max_concurrent counter, shared by name across reloads (limits.go)
 
 	shared   *scripting.SharedDict
+	scripts  *scripting.ScriptStore      // compiled hooks, shared with the vhost's later versions
 	sessions *session.Manager            // r.session; nil without hooks (session.go)
 	engines  map[string]scripting.Engine // by file extension
 	hooks    [scripting.PhaseLog + 1][]hook
@@ -48,6 +50,7 @@ type vhost struct {
 	sb  *sandbox.Tenant // runs the request path with the tenant's identity
 	vms *vmPools        // the server's shared hook VMs; nil: VMs of the vhost's own
 	cgi *cgi.Handler    // nil unless [cgi] enabled
+	php *phpfpm.Pool    // nil unless [php] enabled (php.go)
 
 	logSlots chan struct{}
 	logWG    sync.WaitGroup
@@ -141,8 +144,14 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 			return nil, fmt.Errorf("cgi: %w", err)
 		}
 	}
+	if vc.PHP.Enabled {
+		if v.php, err = newPHPPool(s, v); err != nil {
+			return nil, fmt.Errorf("php: %w", err)
+		}
+	}
 	if len(vc.Hooks) > 0 {
-		v.shared = scripting.NewSharedDict(0)
+		st := s.states.get(vc.ServerName)
+		v.shared, v.scripts = st.shared, st.scripts
 		if v.sessions, err = newSessions(s, vc); err != nil {
 			return nil, err
 		}
@@ -165,9 +174,10 @@ func (v *vhost) engine(ext string) (scripting.Engine, error) {
 			Timeout:   v.cfg.Limits.ScriptTimeout.Std(),
 			MaxMemory: int64(v.cfg.Limits.ScriptMemory),
 		},
-		Shared: v.shared,
-		Logger: v.errLog,
-		FS:     v.fs,
+		Shared:  v.shared,
+		Scripts: v.scripts,
+		Logger:  v.errLog,
+		FS:      v.fs,
 	}
 	if len(v.cfg.Hooks) > 0 {
 		cfg.HookDir = filepath.Dir(v.cfg.Hooks[0].File)
@@ -193,6 +203,9 @@ func (v *vhost) engine(ext string) (scripting.Engine, error) {
 
 func (v *vhost) close() {
 	v.logWG.Wait()
+	if v.php != nil {
+		v.php.Close() // stops the tenant's php-fpm
+	}
 	if v.sb != nil {
 		v.sb.Close()
 	}
@@ -281,10 +294,13 @@ func (v *vhost) respond(w http.ResponseWriter, path string) bool {
 	return false
 }
 
-// serveFile serves path with the CGI handler when it names a script, else
-// as a static file.
+// serveFile serves path with the PHP pool or the CGI handler when it names
+// a script, else as a static file.
 func (v *vhost) serveFile(w http.ResponseWriter, r *http.Request, path string) {
 	if len(v.cfg.Respond) > 0 && v.respond(w, path) {
+		return
+	}
+	if v.php != nil && v.servePHP(w, r, path) { // php.go
 		return
 	}
 	if v.cgi != nil {

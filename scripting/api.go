@@ -177,6 +177,9 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxVMs bounds the idle VMs kept per engine (default 8).
 	MaxVMs int
+	// Scripts keeps the compiled hooks beyond the engine's life (see
+	// ScriptStore); nil: the engine keeps its own.
+	Scripts *ScriptStore
 }
 
 // Errors a run may return.

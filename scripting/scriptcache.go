@@ -1,11 +1,13 @@
 package scripting
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,13 +32,54 @@ func ReadScript(fsys FS, path string) ([]byte, error) {
 	return src, nil
 }
 
-// ScriptCache is an engine's cache of hook files: one compiled form (T) per
-// path and the file version (modification time and size) it was made
-// from. It is safe for concurrent use.
-type ScriptCache[T any] struct {
-	mu sync.RWMutex
-	m  map[string]*cachedScript[T]
+// ErrNeverCompiled wraps the error of a hook file that has no compiled
+// version to fall back on: it did not compile (or could not be read) the
+// first time it was needed. host answers 503 for it.
+var ErrNeverCompiled = errors.New("scripting: hook has no working version")
+
+// ScriptStore holds one tenant's script caches, one per language, apart
+// from its engines: host hands a vhost's engines the same store across
+// reloads, so that a hook whose new version does not compile keeps its
+// last good compiled form even in engines built after the vhost changed.
+// It is safe for concurrent use.
+type ScriptStore struct {
+	mu     sync.Mutex
+	caches map[string]any // language -> *ScriptCache[T]
 }
+
+// CacheFor returns store's cache for lang, made on first use; a nil store
+// gives a new cache of the caller's own. Engines of one language must use
+// the same T.
+func CacheFor[T any](store *ScriptStore, lang string) *ScriptCache[T] {
+	if store == nil {
+		return new(ScriptCache[T])
+	}
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	if c, ok := store.caches[lang].(*ScriptCache[T]); ok {
+		return c
+	}
+	if store.caches == nil {
+		store.caches = make(map[string]any)
+	}
+	c := new(ScriptCache[T])
+	store.caches[lang] = c
+	return c
+}
+
+// ScriptCache is a cache of hook files: one compiled form (T) per path
+// and the file version (modification time and size) it was made from. It
+// is safe for concurrent use.
+type ScriptCache[T any] struct {
+	mu  sync.RWMutex
+	m   map[string]*cachedScript[T]
+	seq atomic.Uint64
+}
+
+// NextVersion returns a number no other call on c returned, for engines
+// that tag what they compiled from the cache (several engines may share
+// c).
+func (c *ScriptCache[T]) NextVersion() uint64 { return c.seq.Add(1) }
 
 type cachedScript[T any] struct {
 	val     T
@@ -49,18 +92,22 @@ type cachedScript[T any] struct {
 }
 
 // Load returns the cached form of the hook file path, which it stats
-// through fsys. When the file changed since (or was never loaded), compile
-// makes it anew; when that fails and an older form is cached, the error is
-// logged once per file version (as "<lang> hook has an error; still using
-// the previous version") and the older form is returned. A missing file is
-// a *ScriptError.
+// through the tenant's file gate fsys. When the file changed since (or was
+// never loaded), compile makes it anew; when that fails, or the file cannot
+// be read any more, and an older form is cached, the error is logged once
+// per file version (as "<lang> hook has an error; still using the previous
+// version") and the older form is returned. Without an older form the
+// error wraps ErrNeverCompiled.
 func (c *ScriptCache[T]) Load(fsys FS, path string, log *slog.Logger, lang string, compile func() (T, error)) (T, error) {
 	var zero T
-	fi, err := fsys.Stat(path)
-	if err != nil {
-		return zero, &ScriptError{File: path, Msg: "cannot open hook", Err: err}
+	var mt time.Time
+	var size int64
+	fi, statErr := fsys.Stat(path)
+	if statErr != nil {
+		mt, size = time.Time{}, -1 // a version of its own: "missing"
+	} else {
+		mt, size = fi.ModTime(), fi.Size()
 	}
-	mt, size := fi.ModTime(), fi.Size()
 	c.mu.RLock()
 	s := c.m[path]
 	var cur cachedScript[T]
@@ -68,14 +115,18 @@ func (c *ScriptCache[T]) Load(fsys FS, path string, log *slog.Logger, lang strin
 		cur = *s
 	}
 	c.mu.RUnlock()
-	if s != nil && (cur.modTime.Equal(mt) && cur.size == size ||
+	if s != nil && (statErr == nil && cur.modTime.Equal(mt) && cur.size == size ||
 		cur.badModTime.Equal(mt) && cur.badSize == size) {
 		return cur.val, nil
 	}
-	val, err := compile()
+	var val T
+	err := error(&ScriptError{File: path, Msg: "cannot open hook", Err: statErr})
+	if statErr == nil {
+		val, err = compile()
+	}
 	if err != nil {
 		if s == nil {
-			return zero, err
+			return zero, fmt.Errorf("%w: %w", ErrNeverCompiled, err)
 		}
 		log.Error(lang+" hook has an error; still using the previous version", "err", err.Error())
 		c.mu.Lock()

@@ -22,6 +22,16 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// UnmarshalTOML accepts only strings: a bare integer would silently mean
+// nanoseconds.
+func (d *Duration) UnmarshalTOML(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("want a duration string such as \"30s\", not %v", v)
+	}
+	return d.UnmarshalText([]byte(s))
+}
+
 // MarshalText prints the duration as Go does.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
 
@@ -139,6 +149,11 @@ type Server struct {
 	// TicketRotation is the TLS session ticket key rotation period
 	// (default 24h); the previous key still decrypts for one more period.
 	TicketRotation Duration `toml:"ticket_rotation"`
+
+	// TLSProfile is the TLS profile of every vhost that sets none:
+	// "intermediate" (default: Mozilla's intermediate, TLS 1.2 with
+	// ECDHE and AEAD suites only, and TLS 1.3) or "modern" (TLS 1.3 only).
+	TLSProfile string `toml:"tls_profile"`
 }
 
 // Limits is a vhost's [limits] table.
@@ -256,12 +271,22 @@ type VHost struct {
 
 	Limits Limits `toml:"limits"`
 	CGI    CGI    `toml:"cgi"`
+	PHP    PHP    `toml:"php"` // php.go
 	Hooks  []Hook `toml:"hooks"`
 	// Sessions overrides the main file's [sessions] keys it sets; after
 	// Load it is the effective session configuration.
 	Sessions Sessions `toml:"sessions"`
 	// Respond are fixed native responses, tried after the content hooks.
 	Respond []Respond `toml:"respond"`
+
+	// TLSProfile overrides server.tls_profile for this vhost's names
+	// ("intermediate" or "modern"); after Load it is the effective one.
+	TLSProfile string `toml:"tls_profile"`
+	// HSTS is the Strict-Transport-Security header of the vhost's HTTPS
+	// responses: true for "max-age=31536000", or the header value
+	// (e.g. "max-age=63072000; includeSubDomains; preload"). Off by
+	// default: once a browser saw it, the site cannot go back to HTTP.
+	HSTS HSTS `toml:"hsts"`
 
 	// Set by Load.
 	File   string   // the vhost file
@@ -272,6 +297,8 @@ type VHost struct {
 	// AutoSandbox is true when Mode was chosen by "auto".
 	AutoSandbox bool
 	line        int // line of server_name
+	// aliasLine is the line of aliases (0 when absent).
+	aliasLine int
 }
 
 // Names returns the server name followed by the aliases.
@@ -300,6 +327,7 @@ type Config struct {
 	// Sessions is the main file's [sessions] table (the vhosts' default).
 	Sessions Sessions
 
+	mainLoc *locator // key positions in the main file (ServerKeyPos)
 	// implicitSandbox is true when the main file sets no default_sandbox.
 	implicitSandbox bool
 }

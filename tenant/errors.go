@@ -10,10 +10,15 @@ import (
 type Error struct {
 	File string
 	Line int // 0 when the error concerns the whole file
+	Col  int // 0 when unknown
 	Msg  string
 }
 
+// Error prints FILE:LINE:COL: message, FILE:LINE: message or FILE: message.
 func (e *Error) Error() string {
+	if e.Line > 0 && e.Col > 0 {
+		return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
+	}
 	if e.Line > 0 {
 		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
 	}

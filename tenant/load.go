@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -14,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/BurntSushi/toml"
 )
 
 // DefaultStateDir is server.state_dir when the main file sets none,
@@ -33,33 +30,88 @@ type mainFile struct {
 
 // Load reads the main file at path and every vhost file its glob names,
 // validates everything, and returns the configuration. On error it returns
-// an ErrorList with every problem found, each naming its file and line.
+// an ErrorList with every problem of every file, each naming its file and
+// line.
 func Load(path string) (*Config, error) {
+	cfg, broken, err := LoadPartial(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(broken) > 0 {
+		var errs ErrorList
+		for _, b := range broken {
+			errs = append(errs, b.Errs...)
+		}
+		return nil, errs
+	}
+	return cfg, nil
+}
+
+// Broken is a vhost file that failed validation. LoadPartial leaves it out
+// of the configuration; a reload keeps serving its previous version.
+type Broken struct {
+	// File is the vhost file (absolute).
+	File string
+	// Names are its server_name and aliases as far as they could be read;
+	// none when the file does not parse.
+	Names []string
+	// Errs are its errors, each naming a file (the vhost file, or a hook
+	// script it uses) and a line.
+	Errs ErrorList
+}
+
+// LoadPartial is Load for one tenant at a time: it returns the
+// configuration with the vhosts that are valid, and the vhost files that
+// are not, each with its errors. An error in the main file (or a vhosts
+// glob matching nothing) refuses everything: the error is then an
+// ErrorList of every error of every file, main file first.
+func LoadPartial(path string) (*Config, []*Broken, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
+		return nil, nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	l := &loader{}
 	cfg := l.loadMain(abs)
-	if cfg == nil || len(l.errs) > 0 {
-		return nil, l.errs
+	if cfg == nil {
+		return nil, nil, l.errs
 	}
 	files, err := filepath.Glob(cfg.VHostGlob)
 	if err != nil {
 		l.add(cfg.File, l.mainLoc.line("server", -1, "vhosts"), "invalid vhosts glob %q: %v", cfg.Server.VHosts, err)
-		return nil, l.errs
+		return nil, nil, l.errs
+	}
+	if len(files) == 0 {
+		l.add(cfg.File, l.mainLoc.line("server", -1, "vhosts"), "vhosts %q matches no file (looked for %s)", cfg.Server.VHosts, cfg.VHostGlob)
 	}
 	slices.Sort(files)
-	for _, f := range files {
-		if v := l.loadVHost(cfg, f); v != nil {
-			cfg.VHosts = append(cfg.VHosts, v)
+	vs := make([]*VHost, len(files))
+	errs := make([]ErrorList, len(files))
+	for i, f := range files {
+		vl := &loader{}
+		vs[i] = vl.loadVHost(cfg, f)
+		errs[i] = vl.errs
+	}
+	checkDuplicates(vs, errs)
+	var broken []*Broken
+	for i, f := range files {
+		if len(errs[i]) == 0 {
+			cfg.VHosts = append(cfg.VHosts, vs[i])
+			continue
 		}
+		b := &Broken{File: f, Errs: errs[i]}
+		if vs[i] != nil && vs[i].ServerName != "" {
+			b.Names = vs[i].Names()
+		}
+		broken = append(broken, b)
 	}
-	l.checkDuplicates(cfg)
 	if len(l.errs) > 0 {
-		return nil, l.errs
+		all := l.errs
+		for _, b := range broken {
+			all = append(all, b.Errs...)
+		}
+		return nil, nil, all
 	}
-	return cfg, nil
+	return cfg, broken, nil
 }
 
 type loader struct {
@@ -71,43 +123,6 @@ type loader struct {
 
 func (l *loader) add(file string, line int, format string, args ...any) {
 	l.errs = append(l.errs, &Error{File: file, Line: line, Msg: fmt.Sprintf(format, args...)})
-}
-
-// decode strictly decodes file into v, reporting syntax errors and
-// unknown keys. It returns the file's locator, or nil when it could not be
-// decoded.
-func (l *loader) decode(file string, v any) *locator {
-	src, err := os.ReadFile(file)
-	if err != nil {
-		l.add(file, 0, "cannot read: %v", unwrapPath(err))
-		return nil
-	}
-	md, err := toml.Decode(string(src), v)
-	if err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			l.add(file, pe.Position.Line, "%s", pe.Message)
-		} else {
-			l.add(file, 0, "%v", err)
-		}
-		return nil
-	}
-	loc := newLocator(src)
-	for _, k := range md.Undecoded() {
-		table, key := "", k.String()
-		if len(k) > 1 {
-			table, key = strings.Join(k[:len(k)-1], "."), k[len(k)-1]
-		}
-		line := loc.line(table, -1, key)
-		if line == 0 {
-			line = loc.line(table, 0, key)
-		}
-		l.add(file, line, "unknown key %q%s", k.String(), suggest(key, v))
-	}
-	if len(md.Undecoded()) > 0 {
-		return nil
-	}
-	return loc
 }
 
 // suggest names the key of v's type closest to a misspelt one.
@@ -179,28 +194,19 @@ func rel(dir, p string) string {
 
 func (l *loader) loadMain(file string) *Config {
 	var m mainFile
-	loc := l.decode(file, &m)
-	if loc == nil {
+	d := l.decode(file, &m)
+	if d == nil {
 		return nil
 	}
+	loc := d.loc
 	l.mainLoc = loc
 	s := &m.Server
 	line := func(key string) int { return loc.line("server", -1, key) }
-	if s.ListenHTTPS == "" {
+	if s.ListenHTTPS == "" && !d.bad["server.listen_https"] {
 		l.add(file, loc.line("server", -1, ""), "server.listen_https is required (e.g. listen_https = \"127.0.0.1:8443\")")
-	} else if _, _, err := net.SplitHostPort(s.ListenHTTPS); err != nil {
-		l.add(file, line("listen_https"), "listen_https %q: want host:port", s.ListenHTTPS)
 	}
-	if s.ListenHTTP != "" {
-		if _, _, err := net.SplitHostPort(s.ListenHTTP); err != nil {
-			l.add(file, line("listen_http"), "listen_http %q: want host:port", s.ListenHTTP)
-		}
-	}
-	if s.AdminListen != "" {
-		if _, _, err := net.SplitHostPort(s.AdminListen); err != nil {
-			l.add(file, line("admin_listen"), "admin_listen %q: want host:port", s.AdminListen)
-		}
-	}
+	l.checkListeners(file, loc, s)
+	l.checkTLSProfile(file, loc.line("server", -1, "tls_profile"), s.TLSProfile)
 	if s.ACMECARoot != "" && !filepath.IsAbs(s.ACMECARoot) {
 		s.ACMECARoot = filepath.Join(filepath.Dir(file), s.ACMECARoot)
 	}
@@ -260,8 +266,11 @@ func (l *loader) loadMain(file string) *Config {
 	if s.MinUID != nil && *s.MinUID < 1 {
 		l.add(file, line("min_uid"), "min_uid must be at least 1")
 	}
+	if s.TLSProfile == "" {
+		s.TLSProfile = TLSIntermediate
+	}
 	dir := filepath.Dir(file)
-	cfg := &Config{File: file, Server: *s, Dir: dir, StateDir: rel(dir, s.StateDir), VHostGlob: rel(dir, s.VHosts),
+	cfg := &Config{File: file, Server: *s, Dir: dir, StateDir: rel(dir, s.StateDir), VHostGlob: rel(dir, s.VHosts), mainLoc: loc,
 		implicitSandbox: implicitSandbox}
 	if s.AccessLog != "" && s.AccessLog != "-" {
 		cfg.AccessLog = rel(dir, s.AccessLog)
@@ -282,19 +291,26 @@ func (l *loader) loadMain(file string) *Config {
 	return cfg
 }
 
+// loadVHost loads one vhost file. It returns nil when the file could not
+// be parsed, else the vhost as far as it could be read; it is valid only
+// when l has no errors.
 func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 	v := &VHost{}
-	loc := l.decode(file, v)
-	if loc == nil {
+	d := l.decode(file, v)
+	if d == nil {
 		return nil
 	}
+	loc := d.loc
 	n := len(l.errs)
 	dir := filepath.Dir(file)
 	v.File = file
 	line := func(key string) int { return loc.line("", -1, key) }
 	v.line = line("server_name")
+	v.aliasLine = line("aliases")
 	v.ServerName = strings.ToLower(strings.TrimSpace(v.ServerName))
-	if v.ServerName == "" {
+	if v.ServerName == "" && d.bad["server_name"] {
+		// reported by decode
+	} else if v.ServerName == "" {
 		l.add(file, 1, "server_name is required (e.g. server_name = \"alice.example\")")
 	} else if err := checkHostname(v.ServerName); err != nil {
 		l.add(file, v.line, "server_name %q: %v", v.ServerName, err)
@@ -306,7 +322,9 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 		}
 	}
 
-	if v.Root == "" {
+	if v.Root == "" && d.bad["root"] {
+		// reported by decode
+	} else if v.Root == "" {
 		l.add(file, 1, "root is required (the document root, e.g. root = \"../tenants/alice/public\")")
 	} else {
 		v.Root = rel(dir, v.Root)
@@ -444,6 +462,8 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 		}
 	}
 
+	l.checkPHP(cfg, file, loc, v) // php.go
+
 	for i := range v.Hooks {
 		h := &v.Hooks[i]
 		h.line = loc.line("hooks", i, "")
@@ -466,14 +486,16 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 		} else if !fi.Mode().IsRegular() {
 			l.add(file, nonzero(loc.line("hooks", i, "file"), h.line), "hook %s is not a regular file", h.File)
 		}
-		if h.Path != "" && !strings.HasPrefix(h.Path, "/") {
-			l.add(file, nonzero(loc.line("hooks", i, "path"), h.line), "hook path %q must start with '/'", h.Path)
+		if err := checkPathPattern(h.Path); err != nil {
+			l.add(file, nonzero(loc.line("hooks", i, "path"), h.line), "hook path %q: %v", h.Path, err)
 		}
 	}
 	for i := range v.Respond {
 		rs := &v.Respond[i]
-		if !strings.HasPrefix(rs.Path, "/") {
-			l.add(file, nonzero(loc.line("respond", i, "path"), loc.line("respond", i, "")), "respond path %q must start with '/'", rs.Path)
+		if rs.Path == "" {
+			l.add(file, loc.line("respond", i, ""), "respond needs path (e.g. path = \"/healthz\")")
+		} else if err := checkPathPattern(rs.Path); err != nil {
+			l.add(file, nonzero(loc.line("respond", i, "path"), loc.line("respond", i, "")), "respond path %q: %v", rs.Path, err)
 		}
 		if rs.Status == 0 {
 			rs.Status = 200
@@ -487,9 +509,11 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 	}
 	l.checkSessions(file, loc, &v.Sessions)
 	v.Sessions = l.effectiveSessions(cfg, file, &v.Sessions)
-	if len(l.errs) > n {
-		return nil
+	l.checkTLSProfile(file, line("tls_profile"), v.TLSProfile)
+	if v.TLSProfile == "" {
+		v.TLSProfile = cfg.Server.TLSProfile
 	}
+	l.checkHSTS(file, line("hsts"), &v.HSTS)
 	return v
 }
 
@@ -509,15 +533,39 @@ func parsePhase(s string) (int, error) {
 	return 0, fmt.Errorf("hook phase %q: want rewrite, access, content or log", s)
 }
 
-func (l *loader) checkDuplicates(cfg *Config) {
-	seen := map[string]*VHost{}
-	for _, v := range cfg.VHosts {
-		for _, n := range v.Names() {
-			if prev, ok := seen[n]; ok {
-				l.add(v.File, v.line, "server name %q is already served by %s:%d", n, prev.File, prev.line)
+// checkDuplicates reports a name claimed by two vhost files on both: a
+// name belongs to one vhost, and neither file takes it from the other
+// (a reload keeps the name with the vhost that served it). vs[i] is nil
+// for a file that did not parse; errs[i] receives file i's errors.
+func checkDuplicates(vs []*VHost, errs []ErrorList) {
+	type claim struct {
+		i    int
+		line int
+	}
+	seen := map[string]claim{}
+	for i, v := range vs {
+		if v == nil || v.ServerName == "" {
+			continue
+		}
+		for j, n := range v.Names() {
+			line := v.line
+			if j > 0 && v.aliasLine > 0 {
+				line = v.aliasLine
+			}
+			prev, ok := seen[n]
+			if !ok {
+				seen[n] = claim{i, line}
 				continue
 			}
-			seen[n] = v
+			if prev.i == i {
+				errs[i] = append(errs[i], &Error{File: v.File, Line: line, Msg: fmt.Sprintf("name %q is listed twice", n)})
+				continue
+			}
+			p := vs[prev.i]
+			errs[i] = append(errs[i], &Error{File: v.File, Line: line,
+				Msg: fmt.Sprintf("server name %q is already claimed by %s:%d (a name belongs to one vhost file)", n, p.File, prev.line)})
+			errs[prev.i] = append(errs[prev.i], &Error{File: p.File, Line: prev.line,
+				Msg: fmt.Sprintf("server name %q is also claimed by %s:%d (a name belongs to one vhost file)", n, v.File, line)})
 		}
 	}
 }

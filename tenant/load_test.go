@@ -147,11 +147,11 @@ func TestLoadErrors(t *testing.T) {
 		{"duplicate server name", map[string]string{
 			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\n",
 			"vhosts.d/b.toml": "root = \"../public\"\nserver_name = \"a.example\"\n",
-		}, "vhosts.d/b.toml", 2, "already served by"},
+		}, "vhosts.d/b.toml", 2, "already claimed by"},
 		{"alias duplicates a name", map[string]string{
 			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\n",
 			"vhosts.d/b.toml": "server_name = \"b.example\"\naliases = [\"A.example\"]\nroot = \"../public\"\n",
-		}, "vhosts.d/b.toml", 1, `"a.example" is already served by`},
+		}, "vhosts.d/b.toml", 2, `"a.example" is already claimed by`},
 		{"explicit auto needs a user", map[string]string{
 			"hostd.toml":      mainOK + "default_sandbox = \"auto\"\n",
 			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\n",

@@ -30,6 +30,13 @@ func newLocator(src []byte) *locator {
 // name, "" for the top level); idx selects the idx-th [[table]] for
 // arrays of tables (-1 for plain tables). Key "" asks for the header.
 func (l *locator) line(table string, idx int, key string) int {
+	line, _ := l.pos(table, idx, key)
+	return line
+}
+
+// pos is line plus the 1-based column of the key's value (of the '[' for
+// a header); the column is 0 when only the table's header was found.
+func (l *locator) pos(table string, idx int, key string) (line, col int) {
 	cur, n, header := "", -1, 0
 	for i, raw := range l.lines {
 		s := strings.TrimSpace(raw)
@@ -41,7 +48,7 @@ func (l *locator) line(table string, idx int, key string) int {
 				n++
 			}
 			if cur == table && n == idx && key == "" {
-				return i + 1
+				return i + 1, strings.IndexByte(raw, '[') + 1
 			}
 			if cur == table && n == idx {
 				header = i + 1
@@ -51,7 +58,7 @@ func (l *locator) line(table string, idx int, key string) int {
 			cur = strings.TrimSpace(strings.SplitN(s[1:], "]", 2)[0])
 			if cur == table && idx < 0 {
 				if key == "" {
-					return i + 1
+					return i + 1, strings.IndexByte(raw, '[') + 1
 				}
 				header = i + 1
 			}
@@ -65,13 +72,25 @@ func (l *locator) line(table string, idx int, key string) int {
 			continue
 		}
 		k = strings.Trim(strings.TrimSpace(k), `"'`)
-		if k == key {
-			return i + 1
-		}
 		// A dotted key at this level: "cgi.enabled = true" for table "".
-		if strings.HasPrefix(k, key+".") {
-			return i + 1
+		if k == key || strings.HasPrefix(k, key+".") {
+			eq := strings.IndexByte(raw, '=')
+			c := eq + 1
+			for c < len(raw) && (raw[c] == ' ' || raw[c] == '\t') {
+				c++
+			}
+			return i + 1, c + 1
 		}
 	}
-	return header
+	return header, 0
+}
+
+// keyCol returns the 1-based column where line's text starts (a key), or
+// 0 for no such line.
+func (l *locator) keyCol(line int) int {
+	if line < 1 || line > len(l.lines) {
+		return 0
+	}
+	raw := l.lines[line-1]
+	return len(raw) - len(strings.TrimLeft(raw, " \t")) + 1
 }

@@ -42,7 +42,7 @@ func TestSessionsConfig(t *testing.T) {
 		{name: "short ttl", vhost: "[sessions]\nttl = \"10ms\"\n", wantErr: "a.toml:4: sessions.ttl"},
 		{name: "huge max_bytes", vhost: "[sessions]\nmax_bytes = \"2MiB\"\n", wantErr: "a.toml:4: sessions.max_bytes"},
 		{name: "url with memory", vhost: "[sessions]\nurl = \"redis://127.0.0.1:6379\"\n", wantErr: "a.toml:3: sessions: url, servers and backup need"},
-		{name: "unknown key", vhost: "[sessions]\nstor = \"redis\"\n", wantErr: "a.toml:4: unknown key \"sessions.stor\" (did you mean \"store\"?)"},
+		{name: "unknown key", vhost: "[sessions]\nstor = \"redis\"\n", wantErr: "a.toml:4:1: unknown key \"sessions.stor\" (did you mean \"store\"?)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -246,11 +246,13 @@ func TestTransports(t *testing.T) {
 	} {
 		t.Run(string(tc.tr), func(t *testing.T) {
 			ts := newTestServer(t, true)
-			r, err := Closed(t.Context(), ts.target(tc.tr, "/ok"), 2, 0, 300*time.Millisecond)
+			r, err := Closed(t.Context(), ts.target(tc.tr, "/ok"), 2, 0, time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.OK < 10 || r.ErrorCount() != 0 {
+			// A few requests per connection show the transport's
+			// behaviour; how many fit in the second is the machine's.
+			if r.OK < 4 || r.ErrorCount() != 0 {
 				t.Fatalf("ok=%d errors=%v", r.OK, r.Errors)
 			}
 			conns, reqs := ts.conns.Load(), ts.requests.Load()

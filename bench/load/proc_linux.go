@@ -99,3 +99,64 @@ func ProcessTicks(pid int, children bool) (int64, error) {
 	}
 	return ticks, nil
 }
+
+// TreeTicks is the CPU time so far of process pid, of its descendants
+// that are still running (the workers of a php-fpm pool the server
+// started) and of every process of that tree that was waited for, in
+// clock ticks (TicksPerSecond).
+func TreeTicks(pid int) (int64, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	type proc struct {
+		ppid  int
+		ticks int64
+	}
+	procs := map[int]proc{}
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) <= 14 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		var t int64
+		for _, k := range []int{11, 12, 13, 14} {
+			v, _ := strconv.ParseInt(f[k], 10, 64)
+			t += v
+		}
+		procs[p] = proc{ppid: ppid, ticks: t}
+	}
+	if _, ok := procs[pid]; !ok {
+		return 0, fmt.Errorf("no process %d", pid)
+	}
+	var total int64
+	for p, pr := range procs {
+		// Walk up to pid or the top; ppid chains are short.
+		for q := p; ; {
+			if q == pid {
+				total += pr.ticks
+				break
+			}
+			up, ok := procs[q]
+			if !ok || up.ppid == 0 || up.ppid == q {
+				break
+			}
+			q = up.ppid
+		}
+	}
+	return total, nil
+}

@@ -20,3 +20,6 @@ const TicksPerSecond = 100
 func ProcessTicks(int, bool) (int64, error) {
 	return 0, errors.New("load: CPU time is measured on Linux only")
 }
+
+// TreeTicks is not measured here.
+func TreeTicks(int) (int64, error) { return 0, errors.New("load: CPU accounting needs linux") }

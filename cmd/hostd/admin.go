@@ -1,15 +1,18 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -47,9 +50,8 @@ func adminSocket(path string) (string, error) {
 	return host.AdminSocketPath(dir), nil
 }
 
-func adminFlags(name string, stderr io.Writer) (*flag.FlagSet, *string) {
+func adminFlags(name string) (*flag.FlagSet, *string) {
 	fs := flag.NewFlagSet("hostd "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	config := fs.String("config", "/etc/hostd/hostd.toml", "main configuration `file` of the running server")
 	return fs, config
 }
@@ -66,84 +68,148 @@ func adminClient(name, config string, stderr io.Writer) (host.AdminClient, bool)
 }
 
 func cmdStatus(args []string, stdout, stderr io.Writer) int {
-	fs, config := adminFlags("status", stderr)
-	asJSON := fs.Bool("json", false, "print the raw JSON")
-	if fs.Parse(args) != nil {
-		return 2
+	fs, config := adminFlags("status")
+	asJSON := fs.Bool("json", false, "print the JSON the admin listener serves at /status.json")
+	if code, ok := parse(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	client, ok := adminClient("status", *config, stderr)
 	if !ok {
-		return 1
+		return exitError
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	st, err := client.Status(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "hostd status:", err)
-		return 1
+		return exitError
 	}
 	if *asJSON {
 		printJSON(stdout, st)
-		return 0
+		return exitOK
 	}
+	fmt.Fprintf(stdout, "hostd %s\n", st.Version)
 	fmt.Fprintf(stdout, "config %s generation %d, up %s, %d threads\n", st.ConfigFile, st.Generation,
 		time.Since(st.Started).Round(time.Second), st.Threads)
 	fmt.Fprintf(stdout, "tls handshakes: full %d resumed %d failed %d shed %d\n",
 		st.Handshakes.Full, st.Handshakes.Resumed, st.Handshakes.Failed, st.Handshakes.Shed)
+	fmt.Fprintf(stdout, "requests for unknown hosts %d, misdirected %d; connections refused per IP %d\n",
+		st.Requests.UnknownHost, st.Requests.Misdirected, st.Requests.ConnsRefusedPerIP)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "vhost\tsandbox\trequests\t2xx\t3xx\t4xx\t5xx\tactive\tworkers\tbusy\tthreads started\thook errors\thook timeouts\tcgi\t")
-	for _, v := range st.VHosts {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", v.Name, v.Mode, v.Requests,
-			v.ByClass[2], v.ByClass[3], v.ByClass[4], v.ByClass[5], v.Active, v.Workers, v.Busy, v.Threads,
+	for _, name := range slices.Sorted(maps.Keys(st.VHosts)) {
+		v := st.VHosts[name]
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", name, v.Mode, v.Requests,
+			v.ByClass["2xx"], v.ByClass["3xx"], v.ByClass["4xx"], v.ByClass["5xx"], v.Active, v.Workers, v.Busy, v.Threads,
 			v.HookErrors, v.HookTimeouts, v.CGISpawns)
 	}
 	tw.Flush()
-	return 0
+	for _, file := range slices.Sorted(maps.Keys(st.ConfigErrors)) {
+		fmt.Fprintf(stdout, "not applied: %s\n", file)
+		for _, e := range st.ConfigErrors[file] {
+			fmt.Fprintf(stdout, "  %s\n", e)
+		}
+	}
+	printPHPStatus(stdout, st.VHosts)
+	return exitOK
 }
 
+// cmdReload asks the server to reload and prints what it did. Exit
+// status: 0 everything applied; 3 applied except some vhost files with
+// errors (kept on their previous version or not added, listed); 1
+// refused (an error in the main file: nothing changed) or no server.
 func cmdReload(args []string, stdout, stderr io.Writer) int {
-	fs, config := adminFlags("reload", stderr)
-	if fs.Parse(args) != nil {
-		return 2
+	fs, config := adminFlags("reload")
+	if code, ok := parse(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	client, ok := adminClient("reload", *config, stderr)
 	if !ok {
-		return 1
+		return exitError
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := client.Reload(ctx)
+	if errors.Is(err, host.ErrNoServer) {
+		fmt.Fprintln(stderr, "hostd reload:", err)
+		return exitError
+	}
 	if err != nil {
 		// The server's message: one FILE:LINE: entry per line.
 		fmt.Fprintln(stderr, "hostd reload: refused, the old configuration keeps serving:")
 		for _, line := range strings.Split(err.Error(), "\n") {
 			fmt.Fprintln(stderr, line)
 		}
-		return 1
+		return exitError
 	}
-	fmt.Fprintf(stdout, "reloaded: generation %d, %d kept, %d added, %d changed, %d removed, in %s\n",
-		res.Generation, res.Kept, res.Added, res.Changed, res.Removed, res.Duration.Round(time.Millisecond))
-	return 0
+	for _, c := range res.VHosts {
+		name := cmp.Or(c.Name, "?")
+		if len(c.Errors) == 0 {
+			fmt.Fprintf(stdout, "%s %s (%s)\n", c.Action, name, c.File)
+			continue
+		}
+		what := "error"
+		if c.Action == host.ChangeKept {
+			what = "previous version kept; error"
+		}
+		fmt.Fprintf(stdout, "%s %s (%s): %s:\n", c.Action, name, c.File, what)
+		for _, e := range c.Errors {
+			fmt.Fprintf(stdout, "    %s\n", e)
+		}
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintln(stdout, "warning:", w)
+	}
+	verb := "reloaded"
+	if res.Partial() {
+		verb = "reloaded in part"
+	}
+	fmt.Fprintf(stdout, "%s: generation %d, %d unchanged, %d added, %d changed, %d removed, %d kept with errors, %d not added, in %s\n",
+		verb, res.Generation, res.Unchanged, res.Added, res.Changed, res.Removed, res.Kept, res.NotAdded, res.Duration.Round(time.Millisecond))
+	if res.Partial() {
+		return exitPartial
+	}
+	return exitOK
+}
+
+// cmdReopenLogs makes the server reopen its logs, for logrotate's
+// postrotate (signals only the server, not its CGI children).
+func cmdReopenLogs(args []string, stdout, stderr io.Writer) int {
+	fs, config := adminFlags("reopen-logs")
+	if code, ok := parse(fs, args, stdout, stderr); !ok {
+		return code
+	}
+	client, ok := adminClient("reopen-logs", *config, stderr)
+	if !ok {
+		return exitError
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := client.ReopenLogs(ctx); err != nil {
+		fmt.Fprintln(stderr, "hostd reopen-logs:", err)
+		return exitError
+	}
+	return exitOK
 }
 
 func cmdTrace(args []string, stdout, stderr io.Writer) int {
-	fs, config := adminFlags("trace", stderr)
+	fs, config := adminFlags("trace")
 	vhost := fs.String("vhost", "", "only this vhost's requests (its server_name)")
-	if fs.Parse(args) != nil {
-		return 2
+	if code, ok := parse(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	client, ok := adminClient("trace", *config, stderr)
 	if !ok {
-		return 1
+		return exitError
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	err := client.Trace(ctx, *vhost, stdout)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(stderr, "hostd trace:", err)
-		return 1
+		return exitError
 	}
-	return 0
+	return exitOK
 }
 
 // handleSignals reloads on SIGHUP and reopens logs on SIGUSR1 until ctx
@@ -164,6 +230,16 @@ func handleSignals(ctx context.Context, srv *host.Server, logger *slog.Logger) {
 			case syscall.SIGUSR1:
 				srv.ReopenLogs() // logs its result
 			}
+		}
+	}
+}
+
+// printPHPStatus prints a line per vhost with a PHP pool.
+func printPHPStatus(w io.Writer, vhosts map[string]host.VHostStatus) {
+	for _, name := range slices.Sorted(maps.Keys(vhosts)) {
+		if p := vhosts[name].PHP; p != nil {
+			fmt.Fprintf(w, "php %s: %s pid %d, %d starts, %d crashes, %d requests, %d busy, %d idle connections\n",
+				name, p.State, p.PID, p.Starts, p.Crashes, p.Requests, p.Busy, p.IdleConns)
 		}
 	}
 }

@@ -132,23 +132,33 @@ func TestAdminCommands(t *testing.T) {
 		t.Errorf("status: %d\n%s%s", code, out, errOut)
 	}
 
-	// reload with a broken file: refused with file:line, old config serves.
+	// reload with a broken new file: applied without it (exit 3), its
+	// errors printed with file:line:col, alice still served.
 	bob := filepath.Join(dir, "vhosts.d", "bob.toml")
 	os.WriteFile(bob, []byte("server_name = \"bob.example\"\nroot = \"../pub\"\nsandbx = \"none\"\n"), 0o644)
-	code, _, errOut = hostd("reload", "--config", config)
-	if code != 1 || !strings.Contains(errOut, bob+":3: unknown key \"sandbx\"") {
-		t.Errorf("reload of a broken file: exit %d, stderr:\n%s", code, errOut)
+	code, out, errOut = hostd("reload", "--config", config)
+	if code != 3 || !strings.Contains(out, "not added bob.example ("+bob+"): error:\n    "+bob+":3:1: unknown key \"sandbx\"") ||
+		!strings.Contains(out, "reloaded in part: generation 2, 1 unchanged, 0 added, 0 changed, 0 removed, 0 kept with errors, 1 not added") {
+		t.Errorf("reload of a broken file: exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 	if code := httpsGet(t, addr, "alice.example", "/"); code != 200 {
-		t.Errorf("alice after a refused reload: %d", code)
+		t.Errorf("alice after a partial reload: %d", code)
 	}
+	// a [server] change: reload says which keys need a restart.
+	mainSrc, _ := os.ReadFile(config)
+	os.WriteFile(config, append(mainSrc, "read_timeout = \"30s\"\n"...), 0o644)
+	code, out, _ = hostd("reload", "--config", config)
+	if code != 3 || !strings.Contains(out, "warning: [server] read_timeout changed in "+config+": only vhosts are reloaded, restart hostd to apply them") {
+		t.Errorf("reload after a [server] change: exit %d\n%s", code, out)
+	}
+	os.WriteFile(config, mainSrc, 0o644)
 
 	// fixed, reloaded by SIGHUP: bob is served.
 	os.WriteFile(bob, []byte("server_name = \"bob.example\"\nroot = \"../pub\"\n"), 0o644)
 	syscall.Kill(pid, syscall.SIGHUP)
 	waitFor(t, "bob served after SIGHUP", func() bool { return httpsGet(t, addr, "bob.example", "/") == 200 })
 	code, out, _ = hostd("reload", "--config", config)
-	if code != 0 || !strings.Contains(out, "generation 3, 2 kept") {
+	if code != 0 || !strings.Contains(out, "reloaded: generation 5, 2 unchanged") {
 		t.Errorf("reload: %d %q", code, out)
 	}
 
@@ -169,6 +179,33 @@ func TestAdminCommands(t *testing.T) {
 	})
 	if b, _ := os.ReadFile(filepath.Join(logs, "access.log.1")); strings.Contains(string(b), "/after-rotate") {
 		t.Error("the rotated file still receives lines")
+	}
+
+	// hostd reopen-logs does the same over the admin socket (logrotate).
+	if err := os.Rename(filepath.Join(logs, "access.log"), filepath.Join(logs, "access.log.2")); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := hostd("reopen-logs", "--config", config); code != 0 {
+		t.Fatalf("reopen-logs: %d %s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(logs, "access.log")); err != nil {
+		t.Errorf("access.log not reopened: %v", err)
+	}
+	httpsGet(t, addr, "alice.example", "/after-reopen")
+	waitFor(t, "the reopened access.log gets the next request", func() bool {
+		b, _ := os.ReadFile(filepath.Join(logs, "access.log"))
+		return strings.Contains(string(b), "/after-reopen")
+	})
+
+	// Without a server: every admin command says so, naming the socket.
+	other := t.TempDir()
+	os.WriteFile(filepath.Join(other, "hostd.toml"), []byte("[server]\nlisten_https = \"127.0.0.1:0\"\n"), 0o644)
+	for _, c := range []string{"status", "reload", "trace", "reopen-logs"} {
+		code, _, errOut := hostd(c, "--config", filepath.Join(other, "hostd.toml"))
+		want := "hostd " + c + ": no server is running on " + filepath.Join(other, "state", "admin.sock") + "\n"
+		if code != 1 || errOut != want {
+			t.Errorf("%s without a server: exit %d %q, want %q", c, code, errOut, want)
+		}
 	}
 }
 

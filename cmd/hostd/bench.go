@@ -19,7 +19,6 @@ import (
 // cmdBench runs `hostd bench` (see bench/ and docs/bench.md).
 func cmdBench(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("hostd bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var o bench.Options
 	var rates, out string
 	var runScalability, runMemory bool
@@ -47,12 +46,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&clients, "clients", "", "--scalability: client counts, comma-separated (default: doubling from 32 up to 4x saturation)")
 	fs.Float64Var(&sc.Scale, "scale", 0, "--scalability: factor on the 7s think time and 10s client timeout (default 0.05)")
 	fs.StringVar(&sc.KeyType, "key", "", "--scalability: server key, rsa2048 (default, like the study) or ecdsa")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "hostd bench: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if code, ok := parse(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	if runScalability {
 		return cmdScalability(sc, clients, o, out, stdout, stderr)

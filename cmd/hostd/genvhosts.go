@@ -14,7 +14,6 @@ import (
 // its own tenant uid, sandbox mode and hook.
 func cmdGenVHosts(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("hostd gen-vhosts", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	out := fs.String("out", "", "output `dir` (created)")
 	count := fs.Int("count", 1000, "number of vhosts")
 	listen := fs.String("listen", "127.0.0.1:8443", "listen_https")
@@ -23,8 +22,8 @@ func cmdGenVHosts(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.sandbox, "sandbox", "", "sandbox mode of every vhost (e.g. uring, thread); \"\" leaves it to default_sandbox")
 	fs.IntVar(&o.uidBase, "uid-base", 0, "give vhost i the tenant uid BASE+i (numeric, no passwd entry); 0 = no user")
 	fs.BoolVar(&o.hooks, "hooks", false, "give every vhost its own content hook at /hook, Lua and mruby alternately")
-	if fs.Parse(args) != nil {
-		return 2
+	if code, ok := parse(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	if *out == "" || *count < 1 {
 		fmt.Fprintln(stderr, "hostd gen-vhosts: --out DIR and --count N >= 1 are required")

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/debug"
 	"syscall"
 
 	"github.com/hostd/hostd/host"
@@ -25,18 +24,43 @@ func init() {
 	runtime.LockOSThread()
 }
 
-const usage = `usage: hostd <command> [flags]
+const usage = `usage: hostd <command> [flags]   (hostd <command> --help: its flags)
 
 commands:
-  serve   --config FILE   serve the configuration
+  serve   --config FILE [--skip-broken-vhosts]   serve the configuration
   check   --config FILE   validate the configuration and print one line per vhost
   bench   [flags]         compare sandbox modes and handlers (hostd bench -h)
-  status  --config FILE   per-vhost counters of the running server (admin socket)
+  status  --config FILE [--json]   counters of the running server (admin socket)
   reload  --config FILE   make the running server re-read its configuration (or send SIGHUP)
+  reopen-logs --config FILE   make the running server reopen its logs (logrotate)
   trace   --config FILE [--vhost NAME]   one live line per request
   gen-vhosts --out DIR --count N   write a configuration with N vhosts (scale tests)
-  version                 print the version
+  version                 print the version, VCS revision and build time
+
+exit status: 0 success, 1 error (nothing changed), 2 usage error,
+3 reload applied without some vhost files (they have errors; see the output)
 `
+
+// Set by the Makefile (-ldflags -X): the build time, and the VCS revision
+// and version when the toolchain cannot stamp them (-buildvcs).
+var (
+	buildTime     string
+	buildRevision string
+	buildVersion  string
+)
+
+// buildInfo says which hostd this is.
+func buildInfo() host.BuildInfo {
+	return host.BuildInfo{Version: buildVersion, Revision: buildRevision, Time: buildTime}.ReadBuildInfo()
+}
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitError   = 1 // nothing was done, or nothing changed
+	exitUsage   = 2
+	exitPartial = 3 // reload: applied, but some vhost files were not
+)
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -50,13 +74,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cmd, args := args[0], args[1:]
 	switch cmd {
 	case "serve":
-		return cmdServe(args, stderr)
+		return cmdServe(args, stdout, stderr)
 	case "check":
 		return cmdCheck(args, stdout, stderr)
 	case "status":
 		return cmdStatus(args, stdout, stderr)
 	case "reload":
 		return cmdReload(args, stdout, stderr)
+	case "reopen-logs":
+		return cmdReopenLogs(args, stdout, stderr)
 	case "trace":
 		return cmdTrace(args, stdout, stderr)
 	case "gen-vhosts":
@@ -64,7 +90,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "bench":
 		return cmdBench(args, stdout, stderr)
 	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, "hostd", version())
+		if code, ok := noFlags("version", args, stdout, stderr); !ok {
+			return code
+		}
+		fmt.Fprintln(stdout, "hostd", buildInfo())
 		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
@@ -74,20 +103,37 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
-func version() string {
-	v := "(devel)"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" {
-			v = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				v += " " + s.Value[:12]
-			}
-		}
-		v += " " + bi.GoVersion
+// parse parses a subcommand's flags: --help prints them to stdout and
+// exits 0, a bad flag or any positional argument is a usage error (exit
+// 2). ok is false when the command must exit with code.
+func parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: %s [flags]\n", fs.Name())
+		fs.PrintDefaults()
 	}
-	return v
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return exitOK, false
+	case err != nil:
+		return exitUsage, false
+	case fs.NArg() > 0:
+		hint := ""
+		if f := fs.Lookup("config"); f != nil {
+			hint = " (the configuration is given with --config FILE)"
+		}
+		fmt.Fprintf(stderr, "%s: unexpected argument %q%s\n", fs.Name(), fs.Arg(0), hint)
+		return exitUsage, false
+	}
+	return 0, true
+}
+
+// noFlags handles a command without flags.
+func noFlags(name string, args []string, stdout, stderr io.Writer) (int, bool) {
+	return parse(flag.NewFlagSet("hostd "+name, flag.ContinueOnError), args, stdout, stderr)
 }
 
 type commonFlags struct {
@@ -95,16 +141,12 @@ type commonFlags struct {
 	logLevel string
 }
 
-func parseFlags(name string, args []string, stderr io.Writer) (*flag.FlagSet, *commonFlags, error) {
+func configFlags(name string) (*flag.FlagSet, *commonFlags) {
 	fs := flag.NewFlagSet("hostd "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	c := &commonFlags{}
 	fs.StringVar(&c.config, "config", "/etc/hostd/hostd.toml", "main configuration `file`")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	if err := fs.Parse(args); err != nil {
-		return nil, nil, err
-	}
-	return fs, c, nil
+	return fs, c
 }
 
 func newLogger(level string, w io.Writer) (*slog.Logger, error) {
@@ -126,18 +168,29 @@ func printConfigError(stderr io.Writer, err error) {
 	fmt.Fprintln(stderr, "hostd:", err)
 }
 
+// printBroken prints the errors of the vhost files that are not valid.
+func printBroken(stderr io.Writer, broken []*tenant.Broken) {
+	for _, b := range broken {
+		for _, e := range b.Errs {
+			fmt.Fprintln(stderr, e.Error())
+		}
+	}
+}
+
 func cmdCheck(args []string, stdout, stderr io.Writer) int {
-	_, f, err := parseFlags("check", args, stderr)
-	if err != nil {
-		return 2
+	fs, f := configFlags("check")
+	if code, ok := parse(fs, args, stdout, stderr); !ok {
+		return code
 	}
-	cfg, err := tenant.Load(f.config)
-	if err == nil {
-		err = host.Check(cfg)
-	}
+	cfg, broken, err := host.Validate(f.config)
 	if err != nil {
 		printConfigError(stderr, err)
-		return 1
+		return exitError
+	}
+	printBroken(stderr, broken)
+	lerr := host.CheckListeners(cfg)
+	if lerr != nil {
+		printConfigError(stderr, lerr)
 	}
 	for _, v := range cfg.VHosts {
 		ident := "server identity"
@@ -145,15 +198,22 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 			ident = fmt.Sprintf("uid %d gid %d", v.UID, v.GID)
 		}
 		certSrc := "generated self-signed"
-		if v.TLSCert != "" {
+		switch {
+		case v.TLS == "acme":
+			certSrc = "acme"
+		case v.TLSCert != "":
 			certSrc = v.TLSCert
 		}
-		fmt.Fprintf(stdout, "%s\taliases=%d\tsandbox=%s\t%s\troot=%s\tcert=%s\thooks=%d\n",
-			v.ServerName, len(v.Aliases), modeLabel(v), ident, v.Root, certSrc, len(v.Hooks))
+		fmt.Fprintf(stdout, "%s\taliases=%d\tsandbox=%s\t%s\troot=%s\tcert=%s\ttls=%s\thooks=%d\n",
+			v.ServerName, len(v.Aliases), modeLabel(v), ident, v.Root, certSrc, v.TLSProfile, len(v.Hooks))
 	}
 	printSandboxReport(stdout)
+	if len(broken) > 0 || lerr != nil {
+		fmt.Fprintf(stdout, "%s: %d vhosts ok, %d vhost files with errors\n", cfg.File, len(cfg.VHosts), len(broken))
+		return exitError
+	}
 	fmt.Fprintf(stdout, "%s: ok, %d vhosts\n", cfg.File, len(cfg.VHosts))
-	return 0
+	return exitOK
 }
 
 // dropPrivileges keeps only what the sandbox needs once the listeners are
@@ -163,7 +223,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 func dropPrivileges(cfg *tenant.Config, logger *slog.Logger) error {
 	var p sandbox.Privileges
 	for _, v := range cfg.VHosts {
-		if sandbox.Mode(v.Mode).NeedsPrivileges() {
+		if sandbox.Mode(v.Mode).NeedsPrivileges() || v.PHP.Enabled { // php-fpm starts as the tenant
 			p.NeedSwitch = true
 		}
 	}
@@ -176,46 +236,72 @@ func dropPrivileges(cfg *tenant.Config, logger *slog.Logger) error {
 	if err := sandbox.DropPrivileges(p, logger); err != nil {
 		return fmt.Errorf("privileges: %w", err)
 	}
+	// A tenant's CGI process group belongs to the tenant: killing it at
+	// cgi_timeout takes CAP_KILL (root has it unless, as under the systemd
+	// unit, it runs with SecureBits=noroot and only ambient capabilities).
+	for _, v := range cfg.VHosts {
+		if v.CGI.Enabled && sandbox.Mode(v.Mode) != sandbox.ModeNone {
+			if id, err := sandbox.ThreadCreds(); err == nil && id.CapEff&(1<<capKill) == 0 {
+				logger.Warn("CAP_KILL is not effective: cgi_timeout cannot kill tenants' CGI processes; grant it (systemd AmbientCapabilities=)", "vhost", v.ServerName)
+			}
+			break
+		}
+	}
 	return nil
 }
 
-func cmdServe(args []string, stderr io.Writer) int {
-	_, f, err := parseFlags("serve", args, stderr)
-	if err != nil {
-		return 2
+// capKill is CAP_KILL's number (linux/capability.h).
+const capKill = 5
+
+func cmdServe(args []string, stdout, stderr io.Writer) int {
+	fs, f := configFlags("serve")
+	skip := fs.Bool("skip-broken-vhosts", false, "start without the vhost files that have errors (listed on stderr and in hostd status) instead of refusing to start")
+	if code, ok := parse(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	logger, err := newLogger(f.logLevel, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "hostd:", err)
-		return 2
+		return exitUsage
 	}
-	cfg, err := tenant.Load(f.config)
+	// Exactly what `hostd check` validates, hooks included.
+	cfg, broken, err := host.Validate(f.config)
 	if err != nil {
 		printConfigError(stderr, err)
-		return 1
+		return exitError
+	}
+	if len(broken) > 0 {
+		printBroken(stderr, broken)
+		if !*skip {
+			fmt.Fprintf(stderr, "hostd serve: %d vhost files have errors: not starting (--skip-broken-vhosts starts without them)\n", len(broken))
+			return exitError
+		}
+		for _, b := range broken {
+			logger.Error("vhost file not served: it has errors", "file", b.File, "errors", len(b.Errs))
+		}
 	}
 	logSandbox(cfg, logger)
-	srv, err := host.New(cfg, host.Options{Logger: logger})
+	srv, err := host.New(cfg, host.Options{Logger: logger, SkipBroken: *skip, Broken: broken, Build: buildInfo()})
 	if err != nil {
 		logger.Error("start", "err", err)
-		return 1
+		return exitError
 	}
 	if err := srv.Listen(); err != nil {
 		srv.Close()
 		logger.Error("start", "err", err)
-		return 1
+		return exitError
 	}
 	if err := dropPrivileges(cfg, logger); err != nil {
 		srv.Close()
 		logger.Error("start", "err", err)
-		return 1
+		return exitError
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	go handleSignals(ctx, srv, logger) // HUP: reload, USR1: reopen logs
 	if err := srv.Serve(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		logger.Error("serve", "err", err)
-		return 1
+		return exitError
 	}
-	return 0
+	return exitOK
 }

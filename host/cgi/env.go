@@ -8,12 +8,31 @@ import (
 	"strings"
 )
 
-// env builds the complete environment of a script run from scratch: the RFC
-// 3875 meta-variables, DOCUMENT_ROOT, REQUEST_URI, HTTPS, REDIRECT_STATUS (so
-// php-cgi with cgi.force_redirect runs), the request headers as HTTP_*, and a
-// fixed PATH. Nothing of the server's own environment is passed.
-// contentLength is the number of body bytes on stdin (-1: no body).
+// EnvConfig is the server side of a script's environment: what Env needs
+// besides the request and the script.
+type EnvConfig struct {
+	// Root is DOCUMENT_ROOT and the base of PATH_TRANSLATED.
+	Root string
+	// ServerName is SERVER_NAME; "" means the request's Host without port.
+	ServerName string
+	// PassAuthorization passes the Authorization header as
+	// HTTP_AUTHORIZATION.
+	PassAuthorization bool
+}
+
 func (h *Handler) env(r *http.Request, s Script, contentLength int64) []string {
+	return Env(r, s, contentLength, EnvConfig{Root: h.root, ServerName: h.serverName, PassAuthorization: h.passAuth})
+}
+
+// Env builds the complete environment of a script run from scratch, as
+// "NAME=value" strings: the RFC 3875 meta-variables, DOCUMENT_ROOT,
+// REQUEST_URI, HTTPS, REDIRECT_STATUS (so php-cgi with cgi.force_redirect
+// runs), the request headers as HTTP_* (never HTTP_PROXY), and a fixed PATH.
+// Nothing of the server's own environment is passed. contentLength is the
+// number of body bytes the script gets (-1: no body). The CGI handler and
+// the FastCGI (PHP) handler both use it, so scripts see the same variables
+// either way.
+func Env(r *http.Request, s Script, contentLength int64, c EnvConfig) []string {
 	env := make([]string, 0, 32+len(r.Header))
 	add := func(k, v string) { env = append(env, k+"="+v) }
 
@@ -25,18 +44,18 @@ func (h *Handler) env(r *http.Request, s Script, contentLength int64) []string {
 	add("QUERY_STRING", r.URL.RawQuery)
 	add("SCRIPT_NAME", s.Name)
 	add("SCRIPT_FILENAME", s.Filename)
-	add("DOCUMENT_ROOT", h.root)
+	add("DOCUMENT_ROOT", c.Root)
 	add("PATH_INFO", s.PathInfo)
 	if s.PathInfo != "" {
 		// PATH_TRANSLATED maps PATH_INFO as a document path; Resolve
 		// refused dot segments, so it stays under the root.
-		add("PATH_TRANSLATED", filepath.Join(h.root, filepath.FromSlash(s.PathInfo)))
+		add("PATH_TRANSLATED", filepath.Join(c.Root, filepath.FromSlash(s.PathInfo)))
 	}
 	add("REDIRECT_STATUS", "200")
 	add("PATH", DefaultPath)
 
 	// The server side.
-	host := h.serverName
+	host := c.ServerName
 	if host == "" {
 		host = r.Host
 		if hn, _, err := net.SplitHostPort(host); err == nil {
@@ -106,7 +125,7 @@ func (h *Handler) env(r *http.Request, s Script, contentLength int64) []string {
 		case "HTTP_CONTENT_TYPE", "HTTP_CONTENT_LENGTH", "HTTP_HOST":
 			continue // meta-variables of their own
 		case "HTTP_AUTHORIZATION":
-			if !h.passAuth {
+			if !c.PassAuthorization {
 				continue
 			}
 		}

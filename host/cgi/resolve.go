@@ -27,6 +27,25 @@ import (
 // on the switched threads of the thread modes. Resolve is safe for
 // concurrent use.
 func (h *Handler) Resolve(urlPath string) (Script, error) {
+	return resolve(h.fs, urlPath, func(ext string) (string, bool) {
+		interp, ok := h.interps[ext]
+		return interp, ok || slices.Contains(h.exts, ext)
+	})
+}
+
+// Resolve maps urlPath to a script under the first root of the vhost's
+// file gate like Handler.Resolve, for a handler whose scripts are the
+// regular files with one of exts (such as the PHP pool's ".php");
+// Script.Interpreter is empty. It is safe for concurrent use.
+func Resolve(gate *sandbox.FS, urlPath string, exts []string) (Script, error) {
+	return resolve(gate, urlPath, func(ext string) (string, bool) {
+		return "", slices.Contains(exts, ext)
+	})
+}
+
+// resolve walks urlPath through gate; isScript says whether a file
+// extension is a script's and which interpreter runs it.
+func resolve(gate *sandbox.FS, urlPath string, isScript func(ext string) (string, bool)) (Script, error) {
 	if !strings.HasPrefix(urlPath, "/") || strings.IndexByte(urlPath, 0) >= 0 {
 		return Script{}, fmt.Errorf("%w: malformed path", ErrForbidden)
 	}
@@ -54,7 +73,7 @@ func (h *Handler) Resolve(urlPath string) (Script, error) {
 		} else {
 			rel += "/" + seg
 		}
-		fi, err := h.fs.Stat(rel)
+		fi, err := gate.Stat(rel)
 		if err != nil {
 			return Script{}, lookupError(err)
 		}
@@ -65,11 +84,11 @@ func (h *Handler) Resolve(urlPath string) (Script, error) {
 			return Script{}, ErrNotScript
 		}
 		ext := filepath.Ext(seg)
-		interp, isInterp := h.interps[ext]
-		if !isInterp && !slices.Contains(h.exts, ext) {
+		interp, ok := isScript(ext)
+		if !ok {
 			return Script{}, ErrNotScript
 		}
-		real, err := h.fs.RealPath(rel)
+		real, err := gate.RealPath(rel)
 		if err != nil {
 			return Script{}, lookupError(err)
 		}

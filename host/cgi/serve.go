@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -80,26 +79,13 @@ func (h *Handler) ServeScript(w http.ResponseWriter, r *http.Request, s Script) 
 
 	// The body: known length up to MaxBody, or a chunked body buffered up
 	// to MaxBody so that CONTENT_LENGTH can be given.
-	var stdin io.Reader
-	contentLength := int64(-1)
-	switch {
-	case r.ContentLength > h.maxBody:
-		httpError(w, http.StatusRequestEntityTooLarge)
-		return
-	case r.ContentLength > 0:
-		stdin, contentLength = r.Body, r.ContentLength
-	case r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody:
-		body, err := io.ReadAll(io.LimitReader(r.Body, h.maxBody+1))
+	stdin, contentLength, code, err := RequestBody(r, h.maxBody)
+	if code != 0 {
 		if err != nil {
 			log.Info("cgi: reading request body", "err", err)
-			httpError(w, http.StatusBadRequest)
-			return
 		}
-		if int64(len(body)) > h.maxBody {
-			httpError(w, http.StatusRequestEntityTooLarge)
-			return
-		}
-		stdin, contentLength = bytes.NewReader(body), int64(len(body))
+		httpError(w, code)
+		return
 	}
 
 	if stdin != nil && r.ProtoMajor == 1 {
@@ -175,7 +161,7 @@ func (h *Handler) ServeScript(w http.ResponseWriter, r *http.Request, s Script) 
 	}
 
 	br := bufio.NewReaderSize(stdout, 8192)
-	hdr, err := readHeaders(br)
+	resp, err := ReadResponse(br)
 	if err != nil {
 		switch {
 		case context.Cause(ctx) == errTimeout:
@@ -193,59 +179,18 @@ func (h *Handler) ServeScript(w http.ResponseWriter, r *http.Request, s Script) 
 		return
 	}
 
-	status := http.StatusOK
-	statusHdr := hdr.Get("Status")
-	if statusHdr != "" {
-		code, ok := parseStatus(statusHdr)
-		if !ok {
+	if resp.LocalRedirect != "" {
+		// Local redirect: the script's body, if any, is ignored.
+		if h.copyBody(ctx, io.Discard, br, nil) != nil {
 			kill()
-			log.Warn("cgi: bad Status header", "status", statusHdr)
-			httpError(w, http.StatusInternalServerError)
-			return
 		}
-		status = code
-	}
-	if loc := hdr.Get("Location"); loc != "" {
-		local := strings.HasPrefix(loc, "/") && !strings.HasPrefix(loc, "//")
-		if !local {
-			u, err := url.Parse(loc)
-			if err != nil || (!u.IsAbs() && !strings.HasPrefix(loc, "//")) {
-				kill()
-				log.Warn("cgi: bad Location header", "location", loc)
-				httpError(w, http.StatusInternalServerError)
-				return
-			}
-		}
-		if local && statusHdr == "" {
-			// Local redirect: the script's body, if any, is ignored.
-			if h.copyBody(ctx, io.Discard, br, nil) != nil {
-				kill()
-			}
-			reap()
-			h.localRedirect(w, r, loc, log)
-			return
-		}
-		if statusHdr == "" {
-			status = http.StatusFound
-		}
-	} else if hdr.Get("Content-Type") == "" && status != http.StatusNoContent && status != http.StatusNotModified {
-		kill()
-		log.Warn("cgi: script sent no Content-Type header")
-		httpError(w, http.StatusInternalServerError)
+		reap()
+		LocalRedirect(w, r, resp.LocalRedirect, h.redirect, log)
 		return
 	}
-
-	wh := w.Header()
-	for k, vv := range hdr {
-		if k == "Status" || hopByHop(k) {
-			continue
-		}
-		wh[k] = append(wh[k], vv...)
-	}
-	w.WriteHeader(status)
-	flusher, _ := w.(http.Flusher)
 	var dst io.Writer = w
-	if status == http.StatusNoContent || status == http.StatusNotModified {
+	flusher, _ := w.(http.Flusher)
+	if !resp.WriteHeader(w) {
 		dst, flusher = io.Discard, nil // these responses have no body
 	}
 	if err := h.copyBody(ctx, dst, br, flusher); err != nil {
@@ -293,36 +238,6 @@ func (h *Handler) copyBody(ctx context.Context, dst io.Writer, src *bufio.Reader
 			return fmt.Errorf("cgi: read script output: %w", rerr)
 		}
 	}
-}
-
-// localRedirect re-dispatches r as a GET of loc through Config.LocalRedirect
-// (RFC 3875 6.2.2), or sends the client a 302 when there is none.
-func (h *Handler) localRedirect(w http.ResponseWriter, r *http.Request, loc string, log *slog.Logger) {
-	u, err := url.Parse(loc)
-	if err != nil {
-		log.Warn("cgi: bad local redirect", "location", loc)
-		httpError(w, http.StatusInternalServerError)
-		return
-	}
-	if h.redirect == nil {
-		http.Redirect(w, r, loc, http.StatusFound)
-		return
-	}
-	depth, _ := r.Context().Value(redirectDepthKey{}).(int)
-	if depth >= MaxRedirects {
-		log.Warn("cgi: too many local redirects", "location", loc)
-		httpError(w, http.StatusInternalServerError)
-		return
-	}
-	r2 := r.Clone(context.WithValue(r.Context(), redirectDepthKey{}, depth+1))
-	r2.Method = http.MethodGet
-	r2.URL.Path, r2.URL.RawPath, r2.URL.RawQuery, r2.URL.Fragment = u.Path, u.RawPath, u.RawQuery, ""
-	r2.RequestURI = loc
-	r2.Body, r2.ContentLength, r2.TransferEncoding = http.NoBody, 0, nil
-	r2.Header.Del("Content-Length")
-	r2.Header.Del("Content-Type")
-	r2.Form, r2.PostForm, r2.MultipartForm = nil, nil, nil
-	h.redirect.ServeHTTP(w, r2)
 }
 
 // readHeaders reads the CGI response header block: "Name: value" lines
@@ -410,11 +325,7 @@ func hopByHop(k string) bool {
 // stderrLine returns the sink for the script's stderr lines.
 func (h *Handler) stderrLine(log *slog.Logger, filename string) func([]byte) {
 	if h.errorLog != nil {
-		return func(line []byte) {
-			msg := make([]byte, 0, len(filename)+len(line)+3)
-			msg = append(append(append(append(msg, filename...), ": "...), line...), '\n')
-			_, _ = h.errorLog.Write(msg)
-		}
+		return func(line []byte) { LogLine(h.errorLog, filename, line) }
 	}
 	return func(line []byte) { log.Warn("cgi: stderr", "line", string(line)) }
 }

@@ -34,7 +34,7 @@ const (
 // and line; a time-out wraps scripting.ErrTimeout.
 type Engine struct {
 	cfg     scripting.Config
-	scripts scripting.ScriptCache[*glua.FunctionProto]
+	scripts *scripting.ScriptCache[*glua.FunctionProto] // shared through Config.Scripts
 
 	pool   *scripting.VMPool[*vm]
 	shared bool // pool belongs to a Pool
@@ -47,7 +47,11 @@ var _ scripting.Engine = (*Engine)(nil)
 // cfg take their defaults (see scripting.Config).
 func New(cfg scripting.Config) *Engine {
 	cfg = cfg.WithDefaults()
-	return &Engine{cfg: cfg, pool: scripting.NewVMPool(cfg.MaxVMs, (*vm).close)}
+	return &Engine{
+		cfg:     cfg,
+		scripts: scripting.CacheFor[*glua.FunctionProto](cfg.Scripts, "lua"),
+		pool:    scripting.NewVMPool(cfg.MaxVMs, (*vm).close),
+	}
 }
 
 // Pool is a set of Lua VMs shared by the engines of many tenants (one per
@@ -71,7 +75,13 @@ func NewPool(maxIdle int) *Pool {
 // Engine returns a tenant's engine whose runs use the pool's VMs. Zero
 // fields of cfg take their defaults; cfg.MaxVMs is ignored.
 func (p *Pool) Engine(cfg scripting.Config) *Engine {
-	return &Engine{cfg: cfg.WithDefaults(), pool: p.vms, shared: true}
+	cfg = cfg.WithDefaults()
+	return &Engine{
+		cfg:     cfg,
+		scripts: scripting.CacheFor[*glua.FunctionProto](cfg.Scripts, "lua"),
+		pool:    p.vms,
+		shared:  true,
+	}
 }
 
 // Close frees the idle VMs; VMs of runs in progress are freed when they

@@ -63,26 +63,20 @@ const Available = true
 // the objects of their constants are frozen, so no run can change what the
 // next one (of any tenant) sees.
 type Engine struct {
-	cfg     scripting.Config
-	scripts scripting.ScriptCache[*script]
+	cfg scripting.Config
+	// scripts may be shared with the tenant's other engines, across
+	// reloads (Config.Scripts).
+	scripts *scripting.ScriptCache[*script]
 
-	vms    *vmSource
-	shared bool // vms belongs to a Pool
+	pool   *scripting.VMPool[*vm]
+	shared bool // pool belongs to a Pool
 	closed atomic.Bool
 }
 
-// vmSource is where an engine's VMs come from, and the numbering of
-// compiled scripts that VMs key their loaded scripts by (unique across
-// every engine using the source, so that a VM never runs one tenant's
-// script for another).
-type vmSource struct {
-	pool *scripting.VMPool[*vm]
-	ids  atomic.Uint64
-}
-
-// script is one compiled version of a hook file.
+// script is one compiled version of a hook file. VMs key the scripts they
+// have loaded by its address: a script object is never shared by two
+// tenants, and no other script can take its address while a VM holds it.
 type script struct {
-	id         uint64 // the key VMs cache it by
 	bin        []byte // RITE bytecode with line numbers
 	lastReturn C.int  // 1 when the script's last statement is `return`
 }
@@ -91,8 +85,8 @@ type script struct {
 // goroutine at a time.
 type vm struct {
 	c     *C.hostd_vm
-	procs map[uint64]*proc // by script id
-	fifo  []uint64         // the ids in procs, oldest loaded first
+	procs map[*script]*proc
+	fifo  []*script // the keys of procs, oldest loaded first
 	runs  int
 	// rs is the state of the current run, reached from C through h (made
 	// once per VM, so a run allocates neither).
@@ -113,14 +107,18 @@ var _ scripting.Engine = (*Engine)(nil)
 // (see scripting.Config). VMs are made on first use.
 func New(cfg scripting.Config) *Engine {
 	cfg = cfg.WithDefaults()
-	return &Engine{cfg: cfg, vms: &vmSource{pool: scripting.NewVMPool(cfg.MaxVMs, (*vm).close)}}
+	return &Engine{
+		cfg:     cfg,
+		scripts: scripting.CacheFor[*script](cfg.Scripts, "mruby"),
+		pool:    scripting.NewVMPool(cfg.MaxVMs, (*vm).close),
+	}
 }
 
 // Pool is a set of mrb_states shared by the engines of many tenants (one
 // per server, as mod_mruby keeps one interpreter per process): a tenant
 // costs its compiled bytecode, not VMs. It is safe for concurrent use.
 type Pool struct {
-	vms *vmSource
+	vms *scripting.VMPool[*vm]
 }
 
 // NewPool returns a pool keeping at most maxIdle idle VMs (default
@@ -129,22 +127,28 @@ func NewPool(maxIdle int) *Pool {
 	if maxIdle <= 0 {
 		maxIdle = DefaultMaxVMs
 	}
-	return &Pool{vms: &vmSource{pool: scripting.NewVMPool(maxIdle, (*vm).close)}}
+	return &Pool{vms: scripting.NewVMPool(maxIdle, (*vm).close)}
 }
 
 // Engine returns a tenant's engine whose runs use the pool's VMs. Zero
 // fields of cfg take their defaults; cfg.MaxVMs is ignored.
 func (p *Pool) Engine(cfg scripting.Config) *Engine {
-	return &Engine{cfg: cfg.WithDefaults(), vms: p.vms, shared: true}
+	cfg = cfg.WithDefaults()
+	return &Engine{
+		cfg:     cfg,
+		scripts: scripting.CacheFor[*script](cfg.Scripts, "mruby"),
+		pool:    p.vms,
+		shared:  true,
+	}
 }
 
 // Close frees the idle VMs; VMs of runs in progress are freed when they
 // end. The pool's engines must not run afterwards.
-func (p *Pool) Close() { p.vms.pool.Close() }
+func (p *Pool) Close() { p.vms.Close() }
 
 // Run runs the hook file path in phase for req; see scripting.Engine.
 func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, req scripting.Request) (scripting.Result, error) {
-	if e.closed.Load() || e.vms.pool.Closed() {
+	if e.closed.Load() || e.pool.Closed() {
 		return scripting.Result{}, errors.New("mruby: engine is closed")
 	}
 	if err := ctx.Err(); err != nil {
@@ -158,7 +162,7 @@ func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, re
 	C.hostd_vm_budget(v.c, C.size_t(e.cfg.Limits.MaxMemory))
 	p, err := e.load(path, v)
 	if err != nil {
-		e.vms.pool.Put(v)
+		e.pool.Put(v)
 		return scripting.Result{}, err
 	}
 	timeout := e.cfg.Limits.Timeout
@@ -213,7 +217,7 @@ func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, re
 		reuse = false
 	}
 	if reuse {
-		e.vms.pool.Put(v)
+		e.pool.Put(v)
 	} else {
 		v.close()
 	}
@@ -235,7 +239,7 @@ func (e *Engine) Check(path string) error {
 	if err == nil {
 		v.release(p)
 	}
-	e.vms.pool.Put(v)
+	e.pool.Put(v)
 	return err
 }
 
@@ -246,13 +250,13 @@ func (e *Engine) Check(path string) error {
 func (e *Engine) Close() error {
 	e.closed.Store(true)
 	if !e.shared {
-		e.vms.pool.Close()
+		e.pool.Close()
 	}
 	return nil
 }
 
 func (e *Engine) getVM() (*vm, error) {
-	if v, ok := e.vms.pool.Get(); ok {
+	if v, ok := e.pool.Get(); ok {
 		return v, nil
 	}
 	return newVM(vmCreateLimit)
@@ -269,7 +273,7 @@ func newVM(maxMem int64) (*vm, error) {
 		}
 		return nil, fmt.Errorf("mruby: new VM: %s", msg)
 	}
-	v := &vm{c: c, procs: make(map[uint64]*proc)}
+	v := &vm{c: c, procs: make(map[*script]*proc)}
 	v.h = cgo.NewHandle(&v.rs)
 	return v, nil
 }
@@ -330,8 +334,8 @@ func (v *vm) release(p *proc) {
 }
 
 // load returns v's proc of path's current version. The file is compiled
-// once per version (on whichever VM the run has) into bytecode the engine
-// keeps; a VM without it loads the bytecode. A new version that does not
+// once per version (on whichever VM the run has) into bytecode the
+// tenant's script cache keeps; a VM without it loads the bytecode. A new version that does not
 // compile (or cannot be read) is logged once and the old one stays in use.
 func (e *Engine) load(path string, v *vm) (*proc, error) {
 	s, err := e.scripts.Load(e.cfg.FS, path, e.cfg.Logger, "mruby", func() (*script, error) {
@@ -348,8 +352,8 @@ func (e *Engine) load(path string, v *vm) (*proc, error) {
 			v.release(p)
 			return nil, err
 		}
-		s := &script{id: e.vms.ids.Add(1), bin: bin, lastReturn: p.lastReturn}
-		v.install(s.id, p)
+		s := &script{bin: bin, lastReturn: p.lastReturn}
+		v.install(s, p)
 		return s, nil
 	})
 	if err != nil {
@@ -360,7 +364,7 @@ func (e *Engine) load(path string, v *vm) (*proc, error) {
 
 // procFor returns v's proc of s, loading s's bytecode when v lacks it.
 func (v *vm) procFor(path string, s *script) (*proc, error) {
-	if p := v.procs[s.id]; p != nil {
+	if p := v.procs[s]; p != nil {
 		return p, nil
 	}
 	var cp *C.struct_RProc
@@ -369,21 +373,22 @@ func (v *vm) procFor(path string, s *script) (*proc, error) {
 		return nil, &scripting.ScriptError{File: path, Msg: "cannot load the compiled script (out of memory?)"}
 	}
 	p := &proc{p: cp, file: C.CString(path), lastReturn: s.lastReturn}
-	v.install(s.id, p)
+	v.install(s, p)
 	return p, nil
 }
 
-// install makes p v's proc of script id, releasing the oldest loaded one
+// install makes p v's proc of script s, releasing the oldest loaded one
 // when v has maxProcs.
-func (v *vm) install(id uint64, p *proc) {
+func (v *vm) install(s *script, p *proc) {
 	if len(v.fifo) >= maxProcs {
 		old := v.fifo[0]
+		v.fifo[0] = nil
 		v.fifo = append(v.fifo[:0], v.fifo[1:]...)
 		v.release(v.procs[old])
 		delete(v.procs, old)
 	}
-	v.procs[id] = p
-	v.fifo = append(v.fifo, id)
+	v.procs[s] = p
+	v.fifo = append(v.fifo, s)
 }
 
 // stripAnon removes the name of a run's anonymous top-level class

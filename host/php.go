@@ -1,0 +1,135 @@
+package host
+
+import (
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hostd/hostd/host/cgi"
+	"github.com/hostd/hostd/host/phpfpm"
+	"github.com/hostd/hostd/sandbox"
+	"github.com/hostd/hostd/tenant"
+)
+
+// newPHPPool builds the vhost's php-fpm pool; it starts no process (the
+// first PHP request does).
+func newPHPPool(s *Server, v *vhost) (*phpfpm.Pool, error) {
+	vc := v.cfg
+	var errW io.Writer
+	if v.errF != nil {
+		errW = v.errF
+	}
+	return s.phpPools().NewPool(phpfpm.Config{
+		Name:          vc.ServerName,
+		Identity:      sandbox.Identity{UID: vc.UID, GID: vc.GID, Groups: vc.Groups},
+		Root:          vc.Root,
+		FS:            v.static,
+		FPM:           vc.PHP.FPM,
+		Extensions:    vc.PHP.Extensions,
+		Workers:       vc.PHP.Workers,
+		MaxRequests:   vc.PHP.MaxRequests,
+		IdleTimeout:   vc.PHP.IdleTimeout.Std(),
+		PoolIdle:      vc.PHP.PoolIdle.Std(),
+		Timeout:       vc.PHP.Timeout.Std(),
+		TmpDir:        vc.PHP.TmpDir,
+		Settings:      vc.PHP.Settings,
+		MaxBody:       int64(vc.Limits.MaxBody),
+		Logger:        v.errLog,
+		ErrorLog:      errW,
+		LocalRedirect: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { v.handle(w, r) }),
+	})
+}
+
+// phpPools returns the server's pool manager. The spawner exists: New and
+// Reload create it when a vhost enables [php].
+func (s *Server) phpPools() *phpfpm.Manager {
+	s.phpOnce.Do(func() { s.php = phpfpm.NewManager(s.cfg.StateDir, s.spawner) })
+	return s.php
+}
+
+// servePHP serves path through the vhost's PHP pool when it names a PHP
+// script and reports whether it did.
+func (v *vhost) servePHP(w http.ResponseWriter, r *http.Request, path string) bool {
+	script, err := v.php.Resolve(path)
+	switch {
+	case err == nil:
+		v.php.ServeScript(w, r, script)
+		return true
+	case errors.Is(err, cgi.ErrForbidden):
+		httpError(w, http.StatusForbidden, "access denied")
+		return true
+	}
+	return false
+}
+
+// needsSpawner reports whether any of the vhosts starts processes (CGI
+// scripts or php-fpm pools).
+func needsSpawner(vcs []*tenant.VHost) bool {
+	for _, vc := range vcs {
+		if vc.CGI.Enabled || vc.PHP.Enabled {
+			return true
+		}
+	}
+	return false
+}
+
+// PHPStatus is the state of a vhost's php-fpm pool.
+type PHPStatus struct {
+	State     string `json:"state"`         // idle, running, failed or closed
+	PID       int    `json:"pid,omitempty"` // the master's, while running
+	Starts    uint64 `json:"starts"`        // masters started
+	Crashes   uint64 `json:"crashes"`       // masters that died unasked
+	Requests  uint64 `json:"requests"`      // FastCGI requests sent
+	Busy      int    `json:"busy"`          // connections carrying a request
+	IdleConns int    `json:"idle_conns"`    // kept connections
+}
+
+// phpStatus returns the pool's state, or nil without [php].
+func (v *vhost) phpStatus() *PHPStatus {
+	if v.php == nil {
+		return nil
+	}
+	st := v.php.Stats()
+	return &PHPStatus{State: st.State, PID: st.PID, Starts: st.Starts, Crashes: st.Crashes,
+		Requests: st.Requests, Busy: st.Busy, IdleConns: st.Idle}
+}
+
+// phpCollector exports the PHP pools to Prometheus, read at scrape time
+// like metricsCollector.
+type phpCollector struct{ s *Server }
+
+var (
+	phpUpDesc       = prometheus.NewDesc("hostd_php_pool_up", "1 while the vhost's php-fpm master runs, else 0.", []string{"vhost"}, nil)
+	phpStartsDesc   = prometheus.NewDesc("hostd_php_pool_starts_total", "php-fpm masters started.", []string{"vhost"}, nil)
+	phpCrashesDesc  = prometheus.NewDesc("hostd_php_pool_crashes_total", "php-fpm masters that died without being stopped by hostd.", []string{"vhost"}, nil)
+	phpRequestsDesc = prometheus.NewDesc("hostd_php_requests_total", "Requests sent to the php-fpm pool.", []string{"vhost"}, nil)
+	phpConnsDesc    = prometheus.NewDesc("hostd_php_connections", "FastCGI connections to the pool, by state: busy, idle.", []string{"vhost", "state"}, nil)
+)
+
+func (phpCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{phpUpDesc, phpStartsDesc, phpCrashesDesc, phpRequestsDesc, phpConnsDesc} {
+		ch <- d
+	}
+}
+
+func (c phpCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, v := range c.s.routes.Load().all {
+		st := v.phpStatus()
+		if st == nil {
+			continue
+		}
+		name := v.cfg.ServerName
+		up := 0.0
+		if st.State == phpfpm.StateRunning {
+			up = 1
+		}
+		ch <- prometheus.MustNewConstMetric(phpUpDesc, prometheus.GaugeValue, up, name)
+		ch <- prometheus.MustNewConstMetric(phpStartsDesc, prometheus.CounterValue, float64(st.Starts), name)
+		ch <- prometheus.MustNewConstMetric(phpCrashesDesc, prometheus.CounterValue, float64(st.Crashes), name)
+		ch <- prometheus.MustNewConstMetric(phpRequestsDesc, prometheus.CounterValue, float64(st.Requests), name)
+		ch <- prometheus.MustNewConstMetric(phpConnsDesc, prometheus.GaugeValue, float64(st.Busy), name, "busy")
+		ch <- prometheus.MustNewConstMetric(phpConnsDesc, prometheus.GaugeValue, float64(st.IdleConns), name, "idle")
+	}
+}
