@@ -313,32 +313,43 @@ func (f *FS) parent(op, name string) (fd int, owned bool, base string, err error
 	return fd, true, base, nil
 }
 
-// Remove removes the file or empty directory name (not a root itself).
-func (f *FS) Remove(name string) error {
+// inParent runs fn with name's parent directory (opened through the
+// gate) and name's last element.
+func (f *FS) inParent(op, name string, fn func(dfd int, base string) error) error {
 	if err := f.enter(); err != nil {
-		return &fs.PathError{Op: "remove", Path: name, Err: err}
+		return &fs.PathError{Op: op, Path: name, Err: err}
 	}
 	defer f.leave()
-	dfd, owned, base, err := f.parent("remove", name)
+	dfd, owned, base, err := f.parent(op, name)
 	if err != nil {
 		return err
 	}
 	if owned {
 		defer sys.Close(dfd)
 	}
-	e := f.b.unlink(dfd, base, 0)
-	if e == nil {
-		return nil
+	if err := fn(dfd, base); err != nil {
+		return &fs.PathError{Op: op, Path: name, Err: err}
 	}
-	e1 := f.b.unlink(dfd, base, unix.AT_REMOVEDIR)
-	if e1 == nil {
-		return nil
-	}
-	// As os.Remove: the rmdir error unless name is not a directory.
-	if !errors.Is(e1, unix.ENOTDIR) {
-		e = e1
-	}
-	return &fs.PathError{Op: "remove", Path: name, Err: e}
+	return nil
+}
+
+// Remove removes the file or empty directory name (not a root itself).
+func (f *FS) Remove(name string) error {
+	return f.inParent("remove", name, func(dfd int, base string) error {
+		e := f.b.unlink(dfd, base, 0)
+		if e == nil {
+			return nil
+		}
+		e1 := f.b.unlink(dfd, base, unix.AT_REMOVEDIR)
+		if e1 == nil {
+			return nil
+		}
+		// As os.Remove: the rmdir error unless name is not a directory.
+		if !errors.Is(e1, unix.ENOTDIR) {
+			e = e1
+		}
+		return e
+	})
 }
 
 // Rename renames oldname to newname (both through the gate; they may lie
@@ -370,21 +381,9 @@ func (f *FS) Rename(oldname, newname string) error {
 
 // Mkdir makes the directory name with permissions perm (before umask).
 func (f *FS) Mkdir(name string, perm os.FileMode) error {
-	if err := f.enter(); err != nil {
-		return &fs.PathError{Op: "mkdir", Path: name, Err: err}
-	}
-	defer f.leave()
-	dfd, owned, base, err := f.parent("mkdir", name)
-	if err != nil {
-		return err
-	}
-	if owned {
-		defer sys.Close(dfd)
-	}
-	if err := f.b.mkdir(dfd, base, syscallMode(perm)); err != nil {
-		return &fs.PathError{Op: "mkdir", Path: name, Err: err}
-	}
-	return nil
+	return f.inParent("mkdir", name, func(dfd int, base string) error {
+		return f.b.mkdir(dfd, base, syscallMode(perm))
+	})
 }
 
 // syscallMode converts an os.FileMode's permission and special bits.

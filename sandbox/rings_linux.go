@@ -298,12 +298,18 @@ func (b uringBackend) open(dirfd int, path string, flags int, mode uint32) (int,
 }
 
 func (b uringBackend) unlink(dirfd int, path string, flags int) error {
+	return b.pathOp(uring.OpUnlinkat, dirfd, path, 0, uint32(flags))
+}
+
+// pathOp submits op on path relative to dirfd, with the SQE's len and op
+// flags fields.
+func (b uringBackend) pathOp(op uint8, dirfd int, path string, length, opFlags uint32) error {
 	_, err := b.p.submit(func(s *uring.Scratch, sqe *uring.SQE) error {
 		addr, err := setPath(s, 0, path)
 		if err != nil {
 			return err
 		}
-		*sqe = uring.SQE{Opcode: uring.OpUnlinkat, Fd: int32(dirfd), Addr: addr, OpFlags: uint32(flags)}
+		*sqe = uring.SQE{Opcode: op, Fd: int32(dirfd), Addr: addr, Len: length, OpFlags: opFlags}
 		return nil
 	})
 	return err
@@ -327,15 +333,7 @@ func (b uringBackend) rename(olddirfd int, oldpath string, newdirfd int, newpath
 }
 
 func (b uringBackend) mkdir(dirfd int, path string, mode uint32) error {
-	_, err := b.p.submit(func(s *uring.Scratch, sqe *uring.SQE) error {
-		addr, err := setPath(s, 0, path)
-		if err != nil {
-			return err
-		}
-		*sqe = uring.SQE{Opcode: uring.OpMkdirat, Fd: int32(dirfd), Addr: addr, Len: mode}
-		return nil
-	})
-	return err
+	return b.pathOp(uring.OpMkdirat, dirfd, path, mode, 0)
 }
 
 // ProbeURing reports whether ModeUring can work on this machine: it sets

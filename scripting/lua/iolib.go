@@ -143,13 +143,7 @@ func errText(err error) string {
 func (v *vm) osRemove(L *glua.LState) int {
 	v.rc.poke() // may be slow: check the deadline at the next instruction
 	path := L.CheckString(1)
-	if err := v.e.cfg.FS.Remove(path); err != nil {
-		L.Push(glua.LNil)
-		L.Push(glua.LString(path + ": " + errText(err)))
-		return 2
-	}
-	L.Push(glua.LTrue)
-	return 1
+	return pushOK(L, path, v.e.cfg.FS.Remove(path))
 }
 
 // osRename is os.rename(old, new) through the file gate: true, or nil and
@@ -157,9 +151,15 @@ func (v *vm) osRemove(L *glua.LState) int {
 func (v *vm) osRename(L *glua.LState) int {
 	v.rc.poke() // may be slow: check the deadline at the next instruction
 	from, to := L.CheckString(1), L.CheckString(2)
-	if err := v.e.cfg.FS.Rename(from, to); err != nil {
+	return pushOK(L, from, v.e.cfg.FS.Rename(from, to))
+}
+
+// pushOK pushes Lua's result of an operation on path: true, or nil and
+// "path: reason".
+func pushOK(L *glua.LState, path string, err error) int {
+	if err != nil {
 		L.Push(glua.LNil)
-		L.Push(glua.LString(from + ": " + errText(err)))
+		L.Push(glua.LString(path + ": " + errText(err)))
 		return 2
 	}
 	L.Push(glua.LTrue)

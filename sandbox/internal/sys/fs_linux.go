@@ -43,12 +43,17 @@ func Openat2(dirfd int, path string, how *unix.OpenHow) (int, error) {
 // Unlinkat removes path relative to dirfd (a directory with
 // unix.AT_REMOVEDIR in flags).
 func Unlinkat(dirfd int, path string, flags int) error {
+	return atCall(unix.SYS_UNLINKAT, dirfd, path, uintptr(flags))
+}
+
+// atCall issues a syscall(dirfd, path, arg), retrying EINTR.
+func atCall(trap uintptr, dirfd int, path string, arg uintptr) error {
 	p, err := unix.BytePtrFromString(path)
 	if err != nil {
 		return err
 	}
 	for {
-		_, _, e := unix.Syscall(unix.SYS_UNLINKAT, uintptr(dirfd), uintptr(unsafe.Pointer(p)), uintptr(flags))
+		_, _, e := unix.Syscall(trap, uintptr(dirfd), uintptr(unsafe.Pointer(p)), arg)
 		if e != unix.EINTR {
 			return errno(e)
 		}
@@ -77,16 +82,7 @@ func Renameat(olddirfd int, oldpath string, newdirfd int, newpath string) error 
 
 // Mkdirat makes directory path relative to dirfd.
 func Mkdirat(dirfd int, path string, mode uint32) error {
-	p, err := unix.BytePtrFromString(path)
-	if err != nil {
-		return err
-	}
-	for {
-		_, _, e := unix.Syscall(unix.SYS_MKDIRAT, uintptr(dirfd), uintptr(unsafe.Pointer(p)), uintptr(mode))
-		if e != unix.EINTR {
-			return errno(e)
-		}
-	}
+	return atCall(unix.SYS_MKDIRAT, dirfd, path, uintptr(mode))
 }
 
 // Fstat fills st for fd.
