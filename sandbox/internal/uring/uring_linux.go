@@ -326,11 +326,14 @@ func (r *Ring) Submit(sqe *SQE) (int32, error) {
 	atomic.StoreUint32(r.sqTail, tail+1)
 	submitted := false
 	for {
-		toSubmit := uintptr(1)
+		// First submit without waiting: an operation that completes
+		// inline (a cached lookup) has its completion posted by then, and
+		// the wait path costs more than a second call when it did not.
+		toSubmit, minComplete, flags := uintptr(1), uintptr(0), uintptr(0)
 		if submitted {
-			toSubmit = 0
+			toSubmit, minComplete, flags = 0, 1, enterGetEvents
 		}
-		n, _, e := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), toSubmit, 1, enterGetEvents, 0, 0)
+		n, _, e := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), toSubmit, minComplete, flags, 0, 0)
 		if e == 0 && !submitted && n == 1 {
 			submitted = true
 		}
