@@ -307,6 +307,10 @@ func (r *Ring) UnregisterPersonality(id uint16) error {
 	return nil
 }
 
+// maxSubmitTries bounds the io_uring_enter calls that may leave a new entry
+// unconsumed before Submit gives up.
+const maxSubmitTries = 100
+
 // Submit submits sqe, waits for its completion and returns the result: a
 // non-negative value, or the operation's errno. Pointers in sqe must stay
 // valid until Submit returns (Scratch memory does).
@@ -325,7 +329,16 @@ func (r *Ring) Submit(sqe *SQE) (int32, error) {
 	*slot = *sqe
 	atomic.StoreUint32(r.sqTail, tail+1)
 	submitted := false
-	for {
+	for tries := 0; ; tries++ {
+		if !submitted && tries >= maxSubmitTries {
+			// The kernel keeps refusing the entry (out of memory):
+			// take it back rather than spin.
+			if atomic.LoadUint32(r.sqHead) == head {
+				atomic.StoreUint32(r.sqTail, tail)
+				return 0, os.NewSyscallError("io_uring_enter", unix.EAGAIN)
+			}
+			submitted = true
+		}
 		// First submit without waiting: an operation that completes
 		// inline (a cached lookup) has its completion posted by then, and
 		// the wait path costs more than a second call when it did not.
