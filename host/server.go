@@ -83,7 +83,7 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, logger: logger}
-	access, err := openAccessLog(cfg.AccessLog)
+	access, err := openAccessLog(cfg.AccessLog, cfg.LogPolicy(), -1, logger)
 	if err != nil {
 		return nil, err
 	}

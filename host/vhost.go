@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/hostd/hostd/host/cgi"
+	"github.com/hostd/hostd/host/logtext"
 	"github.com/hostd/hostd/sandbox"
 	"github.com/hostd/hostd/scripting"
 	"github.com/hostd/hostd/scripting/lua"
@@ -82,10 +83,12 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 	}
 	v.errLog = v.logger
 	if vc.ErrorLog != "" {
-		if v.errF, err = openLogFile(vc.ErrorLog); err != nil {
+		if v.errF, err = openLogFile(vc.ErrorLog, s.cfg.LogPolicy(), vc.LogGroup(), v.logger); err != nil {
 			return nil, fmt.Errorf("error_log: %w", err)
 		}
-		v.errLog = slog.New(slog.NewTextHandler(v.errF, nil)).With("vhost", vc.ServerName)
+		// Every line escaped (host/logtext): hook messages, script errors
+		// and paths are the tenant's text.
+		v.errLog = slog.New(logtext.NewHandler(v.errF, nil)).With("vhost", vc.ServerName)
 	}
 	if v.acc, err = openVHostAccessLog(s, vc); err != nil {
 		return nil, err

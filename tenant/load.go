@@ -274,6 +274,7 @@ func (l *loader) loadMain(file string) *Config {
 			cfg.ServerUID, cfg.ServerGID, cfg.HasServerUser = uid, gid, true
 		}
 	}
+	l.checkLogPath(cfg, file, line("access_log"), "access_log", cfg.AccessLog)
 	l.checkSessions(file, loc, &m.Sessions)
 	cfg.Sessions = m.Sessions
 	l.effectiveSessions(cfg, file, &Sessions{})
@@ -369,6 +370,8 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 	if v.AccessLog != "" && v.AccessLog != "-" {
 		v.AccessLog = rel(dir, v.AccessLog)
 	}
+	l.checkLogPath(cfg, file, line("error_log"), "error_log", v.ErrorLog)
+	l.checkLogPath(cfg, file, line("access_log"), "access_log", v.AccessLog)
 
 	lim := &v.Limits
 	if lim.MaxWorkers < 0 {

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/hostd/hostd/host"
+	"github.com/hostd/hostd/host/logtext"
 	"github.com/hostd/hostd/sandbox"
 	"github.com/hostd/hostd/tenant"
 )
@@ -112,7 +113,8 @@ func newLogger(level string, w io.Writer) (*slog.Logger, error) {
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+	// slog's text format, with request and tenant text escaped by logtext.
+	return slog.New(logtext.NewHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
 // printConfigError prints each located error as FILE:LINE: message.

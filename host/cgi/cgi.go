@@ -78,8 +78,9 @@ type Config struct {
 	Logger *slog.Logger
 	// ErrorLog is the vhost's error log: every line a script writes to
 	// stderr is written there as "SCRIPT_FILENAME: line\n" in one Write
-	// call (it must be safe for concurrent use). nil sends the lines to
-	// Logger at level Warn instead.
+	// call (it must be safe for concurrent use), both parts escaped with
+	// host/logtext so that neither can start another line. nil sends the
+	// lines to Logger at level Warn instead.
 	ErrorLog io.Writer
 	// LocalRedirect re-dispatches a local redirect (a "Location: /path"
 	// response without Status) as a new GET request. nil sends the client a

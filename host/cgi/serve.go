@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/hostd/hostd/host/logtext"
 	"github.com/hostd/hostd/sandbox"
 )
 
@@ -411,8 +412,12 @@ func hopByHop(k string) bool {
 func (h *Handler) stderrLine(log *slog.Logger, filename string) func([]byte) {
 	if h.errorLog != nil {
 		return func(line []byte) {
-			msg := make([]byte, 0, len(filename)+len(line)+3)
-			msg = append(append(append(append(msg, filename...), ": "...), line...), '\n')
+			// One line of stderr is one log line, whatever bytes the
+			// script (or its file name) holds: escaped by logtext.
+			msg := make([]byte, 0, len(filename)+len(line)+16)
+			msg = logtext.Append(msg, filename)
+			msg = append(msg, ": "...)
+			msg = append(logtext.AppendBytes(msg, line), '\n')
 			_, _ = h.errorLog.Write(msg)
 		}
 	}
