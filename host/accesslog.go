@@ -75,7 +75,7 @@ func (a *accessLog) log(r *http.Request, vhost string, rec *recorder, start time
 	b.WriteString(" - ")
 	b.WriteString(logtext.Field(user))
 	b.WriteString(start.Format(" [02/Jan/2006:15:04:05 -0700] \""))
-	b.WriteString(logtext.Quote(r.Method+" "+r.RequestURI+" "+r.Proto))
+	b.WriteString(logtext.Quote(r.Method + " " + r.RequestURI + " " + r.Proto))
 	b.WriteString("\" ")
 	b.WriteString(strconv.Itoa(rec.statusCode()))
 	b.WriteByte(' ')
