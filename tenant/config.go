@@ -245,6 +245,11 @@ type VHost struct {
 	// AccessLog is the vhost's own access log (relative to the vhost file),
 	// in server.log_format, in addition to the server's; "" = none.
 	AccessLog string `toml:"access_log"`
+	// RunAsServer accepts that this vhost's hooks (sandbox none or suexec)
+	// or CGI scripts (sandbox none) run with the server's identity when the
+	// server is privileged (root or CAP_SETUID); without it such a vhost is
+	// refused. Only for code the operator trusts as much as hostd itself.
+	RunAsServer bool `toml:"run_as_server"`
 
 	Limits Limits `toml:"limits"`
 	CGI    CGI    `toml:"cgi"`

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/hostd/hostd/sandbox"
 )
 
 // DefaultStateDir is server.state_dir when the main file sets none,
@@ -42,7 +44,7 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
-	l := &loader{}
+	l := &loader{privileged: sandbox.Privileged()}
 	cfg := l.loadMain(abs)
 	if cfg == nil || len(l.errs) > 0 {
 		return nil, l.errs
@@ -66,9 +68,12 @@ func Load(path string) (*Config, error) {
 }
 
 type loader struct {
-	errs    ErrorList
-	mainLoc *locator
-	locs    map[string]*locator
+	// privileged: the process could switch identities, so tenant code
+	// running as the server would run with that power (checkRunAsServer).
+	privileged bool
+	errs       ErrorList
+	mainLoc    *locator
+	locs       map[string]*locator
 }
 
 func (l *loader) add(file string, line int, format string, args ...any) {
@@ -364,6 +369,7 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 			l.add(file, line("user"), "uid %d is below server.min_uid %d", v.UID, cfg.MinUID())
 		}
 	}
+	l.checkRunAsServer(cfg, file, loc, v)
 	if v.ErrorLog != "" {
 		v.ErrorLog = rel(dir, v.ErrorLog)
 	}

@@ -141,18 +141,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		printConfigError(stderr, err)
 		return 1
 	}
-	for _, v := range cfg.VHosts {
-		ident := "server identity"
-		if v.User != "" {
-			ident = fmt.Sprintf("uid %d gid %d", v.UID, v.GID)
-		}
-		certSrc := "generated self-signed"
-		if v.TLSCert != "" {
-			certSrc = v.TLSCert
-		}
-		fmt.Fprintf(stdout, "%s\taliases=%d\tsandbox=%s\t%s\troot=%s\tcert=%s\thooks=%d\n",
-			v.ServerName, len(v.Aliases), v.Mode, ident, v.Root, certSrc, len(v.Hooks))
-	}
+	printVHosts(cfg, stdout, stderr)
 	fmt.Fprintf(stdout, "%s: ok, %d vhosts\n", cfg.File, len(cfg.VHosts))
 	return 0
 }

@@ -23,7 +23,7 @@ func TestCheckCommand(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "vhosts.d"), 0o755)
 	os.MkdirAll(filepath.Join(dir, "pub"), 0o755)
 	os.WriteFile(filepath.Join(dir, "hostd.toml"), []byte("[server]\nlisten_https = \"127.0.0.1:0\"\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "vhosts.d/a.toml"), []byte("server_name = \"a.example\"\nroot = \"../pub\"\n[[hooks]]\nphase = \"content\"\nfile = \"h.lua\"\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "vhosts.d/a.toml"), []byte("server_name = \"a.example\"\nroot = \"../pub\"\nrun_as_server = true\n[[hooks]]\nphase = \"content\"\nfile = \"h.lua\"\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "vhosts.d/h.lua"), []byte("r:write(\"x\"\n\n"), 0o644)
 	out.Reset()
 	errb.Reset()
