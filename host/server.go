@@ -317,6 +317,9 @@ func (s *Server) serveHTTPS(w http.ResponseWriter, r *http.Request) {
 	v := rt.lookup(canonicalHost(r.Host))
 	rec := newRecorder(w)
 	name := "-"
+	// Deferred: an aborted response (a re-raised http.ErrAbortHandler) is
+	// logged too, then the panic goes on to net/http.
+	defer func() { s.access.log(r, name, rec, start) }()
 	switch {
 	case r.TLS != nil && r.TLS.ServerName != "" && rt.lookup(canonicalHost(r.TLS.ServerName)) != v:
 		httpError(rec, http.StatusMisdirectedRequest, "the Host header does not match the TLS server name")
@@ -326,7 +329,6 @@ func (s *Server) serveHTTPS(w http.ResponseWriter, r *http.Request) {
 		name = v.cfg.ServerName
 		s.serveTracked(rec, r, v, start)
 	}
-	s.access.log(r, name, rec, start)
 }
 
 // serveHTTP answers the plain listener: vhosts with allow_http are served,
@@ -340,6 +342,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	v := s.routes.Load().lookup(host)
 	rec := newRecorder(w)
 	name := "-"
+	defer func() { s.access.log(r, name, rec, start) }() // aborted responses too
 	switch {
 	case v == nil:
 		httpError(rec, http.StatusNotFound, "no site is configured for this host name")
@@ -355,7 +358,6 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		target += r.URL.RequestURI()
 		http.Redirect(rec, r, target, http.StatusPermanentRedirect)
 	}
-	s.access.log(r, name, rec, start)
 }
 
 // httpError writes a short plain-text error page. msg is a fixed,
