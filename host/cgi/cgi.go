@@ -92,6 +92,9 @@ type Config struct {
 	// PassAuthorization passes the Authorization header as
 	// HTTP_AUTHORIZATION (like Apache's CGIPassAuth); off by default.
 	PassAuthorization bool
+	// Limits are the resource limits of every script run and the grace
+	// its orphans get after it (sandbox.Limits; zero: none).
+	Limits sandbox.Limits
 }
 
 // Handler runs the CGI scripts of one virtual host. It is immutable after
@@ -111,6 +114,7 @@ type Handler struct {
 	redirect   http.Handler
 	serverName string
 	passAuth   bool
+	limits     sandbox.Limits
 	bufPool    sync.Pool // *[]byte of bufSize, for streaming bodies
 }
 
@@ -169,6 +173,7 @@ func New(cfg Config) (*Handler, error) {
 		redirect:   cfg.LocalRedirect,
 		serverName: cfg.ServerName,
 		passAuth:   cfg.PassAuthorization,
+		limits:     cfg.Limits,
 	}
 	if cfg.Identity != nil {
 		id := *cfg.Identity
