@@ -100,6 +100,9 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 				s.access.Close()
 				return nil, fmt.Errorf("cgi spawner: %w", err)
 			}
+			if c := s.spawner.Containment(); !c.Rlimits {
+				logger.Warn("CGI resource limits cannot be enforced", "reason", c.RlimitsWhyNot)
+			}
 		}
 	}
 	rt, err := s.buildRoutes(cfg)

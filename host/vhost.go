@@ -126,6 +126,7 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 			Identity:      id,
 			SuEXEC:        id != nil,
 			MinUID:        uint32(s.cfg.MinUID()),
+			Limits:        vc.Limits.CGIContainment(),
 			Logger:        v.errLog,
 			ErrorLog:      errW,
 			LocalRedirect: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { v.handle(w, r) }),

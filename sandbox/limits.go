@@ -8,7 +8,10 @@ type Limits struct {
 	// CPU is RLIMIT_CPU, rounded up to whole seconds: at the limit the
 	// kernel kills the process (soft and hard limits are equal).
 	CPU time.Duration
-	// Memory is RLIMIT_AS in bytes: allocations beyond it fail.
+	// Memory is RLIMIT_DATA in bytes: the process's writable private
+	// memory (heap, anonymous mappings); allocations beyond it fail.
+	// Unlike RLIMIT_AS it does not count address space reserved but not
+	// usable (a Go program reserves over 1 GiB at start).
 	Memory int64
 	// Processes is RLIMIT_NPROC: the processes and threads the child's
 	// real uid may have in total, so a fork bomb gets EAGAIN. Applied only

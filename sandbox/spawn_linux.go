@@ -285,7 +285,7 @@ func (l *Limits) rlimits(tenant bool) []sys.Rlimit {
 		add(unix.RLIMIT_CPU, uint64((l.CPU+time.Second-1)/time.Second))
 	}
 	if l.Memory > 0 {
-		add(unix.RLIMIT_AS, uint64(l.Memory))
+		add(unix.RLIMIT_DATA, uint64(l.Memory))
 	}
 	if l.Processes > 0 && tenant {
 		add(unix.RLIMIT_NPROC, uint64(l.Processes))

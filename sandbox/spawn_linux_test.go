@@ -471,7 +471,7 @@ func TestSpawnerLimits(t *testing.T) {
 			t.Fatalf("Wait: %v", err)
 		}
 		s.Finished(cmd, lim)
-		want := map[string]string{"Max cpu time": "7", "Max address space": "1073741824", "Max open files": "100", "Max processes": "50"}
+		want := map[string]string{"Max cpu time": "7", "Max data size": "1073741824", "Max open files": "100", "Max processes": "50"}
 		if id == nil {
 			delete(want, "Max processes")
 		}

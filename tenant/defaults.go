@@ -3,6 +3,7 @@ package tenant
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/hostd/hostd/sandbox"
 )
@@ -81,4 +82,54 @@ func (l *loader) checkRunAsServer(cfg *Config, file string, loc *locator, v *VHo
 	}
 	l.add(file, line, "sandbox %q runs this vhost's %s with the server's identity, and the server is privileged (root or CAP_SETUID): "+
 		"use a switching sandbox (e.g. sandbox = \"thread\"), or set run_as_server = true to accept it", v.Mode, what)
+}
+
+// Defaults of the CGI containment and range keys of [limits].
+const (
+	DefaultCGIMemory    = 512 << 20
+	DefaultCGIProcesses = 512
+	DefaultCGIOpenFiles = 1024
+	DefaultCGIGrace     = 2 * time.Second
+	DefaultMaxRanges    = 16
+)
+
+// cgiLimits checks and defaults [limits] max_ranges and the cgi_* keys;
+// lim.CGITimeout must already have its default.
+func (l *loader) cgiLimits(file string, loc *locator, lim *Limits) {
+	for _, k := range []struct {
+		key string
+		v   *int
+		def int
+	}{{"max_ranges", &lim.MaxRanges, DefaultMaxRanges}, {"cgi_processes", &lim.CGIProcesses, DefaultCGIProcesses},
+		{"cgi_open_files", &lim.CGIOpenFiles, DefaultCGIOpenFiles}} {
+		switch {
+		case *k.v < -1:
+			l.add(file, loc.line("limits", -1, k.key), "%s must be positive, 0 (default %d) or -1 (unlimited)", k.key, k.def)
+		case *k.v == 0:
+			*k.v = k.def
+		}
+	}
+	if lim.CGICPU == 0 {
+		lim.CGICPU = lim.CGITimeout
+	}
+	if lim.CGIMemory == 0 {
+		lim.CGIMemory = DefaultCGIMemory
+	} else if lim.CGIMemory < 16<<20 {
+		l.add(file, loc.line("limits", -1, "cgi_memory"), "cgi_memory must be at least 16MiB (a shell needs a few MiB)")
+	}
+	if lim.CGIGrace == 0 {
+		lim.CGIGrace = Duration(DefaultCGIGrace)
+	}
+}
+
+// CGIContainment returns the sandbox limits of the vhost's CGI processes.
+func (l *Limits) CGIContainment() sandbox.Limits {
+	pos := func(n int) int { return max(n, 0) } // -1: unlimited
+	return sandbox.Limits{
+		CPU:         l.CGICPU.Std(),
+		Memory:      int64(l.CGIMemory),
+		Processes:   pos(l.CGIProcesses),
+		OpenFiles:   pos(l.CGIOpenFiles),
+		OrphanGrace: l.CGIGrace.Std(),
+	}
 }

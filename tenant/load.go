@@ -406,6 +406,7 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 	if lim.MaxBody == 0 {
 		lim.MaxBody = 1 << 20
 	}
+	l.cgiLimits(file, loc, lim)
 	if lim.MaxResponse == 0 {
 		lim.MaxResponse = 16 << 20
 	}

@@ -142,6 +142,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	printVHosts(cfg, stdout, stderr)
+	printContainment(cfg, stdout, stderr)
 	fmt.Fprintf(stdout, "%s: ok, %d vhosts\n", cfg.File, len(cfg.VHosts))
 	return 0
 }
