@@ -316,6 +316,7 @@ func canonicalHost(h string) string {
 // inside alice.example's TLS session gets 421, never bob's content.
 func (s *Server) serveHTTPS(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	closeAfterChunked(w, r)
 	rt := s.routes.Load()
 	v := rt.lookup(canonicalHost(r.Host))
 	rec := newRecorder(w)
@@ -341,6 +342,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
+	closeAfterChunked(w, r)
 	host := canonicalHost(r.Host)
 	v := s.routes.Load().lookup(host)
 	rec := newRecorder(w)
@@ -360,6 +362,21 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		target += r.URL.RequestURI()
 		http.Redirect(rec, r, target, http.StatusPermanentRedirect)
+	}
+}
+
+// closeAfterChunked closes an HTTP/1.1 connection after a request whose body
+// came chunked. net/http frames a request by Transfer-Encoding and drops a
+// Content-Length sent with it (RFC 9112 6.3; a non-chunked or repeated
+// Transfer-Encoding is refused with 501 or 400, conflicting Content-Lengths
+// with 400) before any handler sees it, so hostd cannot tell that both were
+// sent and refuse the request. Closing the connection after such a request
+// keeps a front proxy that framed it by Content-Length from having the rest
+// of its bytes read as a next request (request smuggling). Chunked uploads
+// are rare; the cost is one new connection.
+func closeAfterChunked(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor == 1 && len(r.TransferEncoding) > 0 {
+		w.Header().Set("Connection", "close")
 	}
 }
 
