@@ -231,8 +231,8 @@ func procFDSite(t *testing.T, mode string) (*hosttest.Server, string) {
 if not f then r:write("DENIED") return end
 if r.args.mode == "w" then f:write("hostd-pwned") f:close() r:write("WROTE") return end
 local s = f:read("*a") f:close() r:write("READ:" .. tostring(s))`,
-		"carol/index.html": "carol\n",
-		"carol/cat.cgi":    "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\ncat \"$QUERY_STRING\" 2>/dev/null || echo DENIED\n",
+		"carol/index.html":     "carol\n",
+		"carol/cat.cgi":        "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\ncat \"$QUERY_STRING\" 2>/dev/null || echo DENIED\n",
 		"dave/public/semi.txt": "dave's semi-private file\n",
 	})
 	chown(t, dir, aliceUID, 0o755, "carol", "carol/cat.cgi")
