@@ -516,8 +516,13 @@ setsid sleep 600 >/dev/null 2>&1 </dev/null & echo $!
 		t.Fatalf("script printed %q, want 3 pids", out.String())
 	}
 	for _, pid := range pids[:2] {
-		if !sleeping(pid) {
-			t.Fatalf("orphan %s is not running after the script exited", pid)
+		// The background job may not have exec'd sleep yet.
+		deadline := time.Now().Add(5 * time.Second)
+		for !sleeping(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("orphan %s is not running after the script exited", pid)
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
 	}
 	s.Finished(cmd, lim)
