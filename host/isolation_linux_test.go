@@ -84,17 +84,7 @@ end`
 		"hooks/bob/probe.lua":   probe,
 		"outside/":              "",
 	})
-	own := func(uid int, mode os.FileMode, paths ...string) {
-		for _, p := range paths {
-			p = filepath.Join(dir, p)
-			if err := os.Chown(p, uid, uid); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Chmod(p, mode); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	own := func(uid int, mode os.FileMode, paths ...string) { chown(t, dir, uid, mode, paths...) }
 	own(aliceUID, 0o755, "alice", "alice/cgi", "alice/cgi/id.cgi")
 	own(aliceUID, 0o600, "alice/whoami.txt")
 	own(aliceUID, 0o644, "alice/index.html")
