@@ -14,8 +14,8 @@ import (
 	"sync"
 
 	"github.com/hostd/hostd/host/cgi"
-	"github.com/hostd/hostd/host/phpfpm"
 	"github.com/hostd/hostd/host/logtext"
+	"github.com/hostd/hostd/host/phpfpm"
 	"github.com/hostd/hostd/sandbox"
 	"github.com/hostd/hostd/scripting"
 	"github.com/hostd/hostd/scripting/lua"
