@@ -92,7 +92,7 @@ func LoadPartial(path string) (*Config, []*Broken, error) {
 	vs := make([]*VHost, len(files))
 	errs := make([]ErrorList, len(files))
 	for i, f := range files {
-		vl := &loader{}
+		vl := &loader{privileged: l.privileged}
 		vs[i] = vl.loadVHost(cfg, f)
 		errs[i] = vl.errs
 	}
