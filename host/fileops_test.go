@@ -43,8 +43,6 @@ var allowedFileOps = map[string]string{
 	"host/metrics.go os.ReadFile":          "/proc/self/status of the server",
 	"host/acme.go os.ReadFile":             "acme_ca_root, an operator-configured PEM file",
 	"host/acme.go os.MkdirAll":             "state_dir/acme, the certificate cache",
-	"host/admin_logs.go os.MkdirAll":       "the directory of an operator-configured log file",
-	"host/admin_logs.go os.OpenFile":       "operator-configured access and error logs",
 	"host/admin.go os.MkdirAll":            "state_dir for the admin socket",
 	"host/admin.go os.Remove":              "a stale admin socket in state_dir",
 	"host/admin.go os.Chmod":               "the admin socket in state_dir (0600)",

@@ -39,8 +39,9 @@ func requireRoot(t *testing.T) {
 // root-identity open confined to the root would happily open (or follow):
 // only the kernel, checking the tenant's identity, and the file gate keep
 // them out. Both tenants list shared/ as an io_root, where bob owns a 0600
-// file and root a 0644 one.
-func isolationSite(t *testing.T, mode string) *hosttest.Server {
+// file and root a 0644 one. Extra lines go at the top level of both vhost
+// files.
+func isolationSite(t *testing.T, mode string, extra ...string) *hosttest.Server {
 	t.Helper()
 	dir := tenantDir(t)
 	vhost := func(name string, uid int) string {
@@ -49,6 +50,7 @@ root = "../%s"
 user = "%d"
 sandbox = %q
 io_roots = ["../shared"]
+%s
 [limits]
 worker_idle = "300ms"
 max_workers = 16
@@ -59,7 +61,7 @@ enabled = true
 phase = "content"
 file = "../hooks/%s/probe.lua"
 path = "/probe"
-`, name+".example", name, uid, mode, name)
+`, name+".example", name, uid, mode, strings.Join(extra, "\n"), name)
 	}
 	probe := `
 local what = r.args.what
@@ -100,17 +102,7 @@ end`
 		"shared/open.txt":       "open\n",
 		"outside/":              "",
 	})
-	own := func(uid int, mode os.FileMode, paths ...string) {
-		for _, p := range paths {
-			p = filepath.Join(dir, p)
-			if err := os.Chown(p, uid, uid); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Chmod(p, mode); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	own := func(uid int, mode os.FileMode, paths ...string) { chown(t, dir, uid, mode, paths...) }
 	own(aliceUID, 0o755, "alice", "alice/cgi", "alice/cgi/id.cgi")
 	own(aliceUID, 0o600, "alice/whoami.txt")
 	own(aliceUID, 0o644, "alice/index.html")
@@ -290,11 +282,12 @@ func TestTenantIsolation(t *testing.T) {
 
 // TestNoneModeIsTheBaseline shows what the kernel check adds: in mode
 // suexec (as in none) the server's (root) identity opens the hard link to
-// bob's secret. The file gate still applies: nothing outside the tenant's
+// bob's secret; hooks running as the server must be accepted with
+// run_as_server. The file gate still applies: nothing outside the tenant's
 // directories, no /proc.
 func TestNoneModeIsTheBaseline(t *testing.T) {
 	requireRoot(t)
-	s := isolationSite(t, "suexec")
+	s := isolationSite(t, "suexec", "run_as_server = true")
 	alice := s.Client("alice.example", false)
 	if r := hosttest.Get(t, alice, "https://alice.example/hardlink.txt"); r.StatusCode != 200 || r.Body != "bob secret\n" {
 		t.Errorf("suexec static file as server identity: %d %q", r.StatusCode, r.Body)

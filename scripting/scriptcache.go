@@ -22,6 +22,9 @@ func ReadScript(fsys FS, path string) ([]byte, error) {
 		return nil, &ScriptError{File: path, Msg: "cannot open hook", Err: err}
 	}
 	defer f.Close()
+	if err := CheckHookFile(f); err != nil {
+		return nil, &ScriptError{File: path, Msg: "cannot open hook", Err: err}
+	}
 	src, err := io.ReadAll(io.LimitReader(f, MaxScriptSize+1))
 	if err != nil {
 		return nil, &ScriptError{File: path, Msg: "cannot read hook", Err: err}
@@ -31,6 +34,15 @@ func ReadScript(fsys FS, path string) ([]byte, error) {
 	}
 	return src, nil
 }
+
+// errNotHookFile is why CheckHookFile refused a file; it is a permission
+// error.
+var errNotHookFile error = &notHookFileError{}
+
+type notHookFileError struct{}
+
+func (*notHookFileError) Error() string        { return "not a regular file a hook may open" }
+func (*notHookFileError) Is(target error) bool { return target == os.ErrPermission }
 
 // ErrNeverCompiled wraps the error of a hook file that has no compiled
 // version to fall back on: it did not compile (or could not be read) the

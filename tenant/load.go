@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hostd/hostd/sandbox"
 )
 
 // DefaultStateDir is server.state_dir when the main file sets none,
@@ -70,7 +72,7 @@ func LoadPartial(path string) (*Config, []*Broken, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("config %s: %w", path, err)
 	}
-	l := &loader{}
+	l := &loader{privileged: sandbox.Privileged(), env: new(sandboxEnv)}
 	cfg := l.loadMain(abs)
 	if cfg == nil {
 		return nil, nil, l.errs
@@ -87,7 +89,7 @@ func LoadPartial(path string) (*Config, []*Broken, error) {
 	vs := make([]*VHost, len(files))
 	errs := make([]ErrorList, len(files))
 	for i, f := range files {
-		vl := &loader{}
+		vl := &loader{privileged: l.privileged, env: l.env}
 		vs[i] = vl.loadVHost(cfg, f)
 		errs[i] = vl.errs
 	}
@@ -115,10 +117,13 @@ func LoadPartial(path string) (*Config, []*Broken, error) {
 }
 
 type loader struct {
-	env     sandboxEnv
-	errs    ErrorList
-	mainLoc *locator
-	locs    map[string]*locator
+	// privileged: the process could switch identities, so tenant code
+	// running as the server would run with that power (checkRunAsServer).
+	privileged bool
+	env        *sandboxEnv // shared by the main file's and the vhost files' loaders
+	errs       ErrorList
+	mainLoc    *locator
+	locs       map[string]*locator
 }
 
 func (l *loader) add(file string, line int, format string, args ...any) {
@@ -285,6 +290,7 @@ func (l *loader) loadMain(file string) *Config {
 			cfg.ServerUID, cfg.ServerGID, cfg.HasServerUser = uid, gid, true
 		}
 	}
+	l.checkLogPath(cfg, file, line("access_log"), "access_log", cfg.AccessLog)
 	l.checkSessions(file, loc, &m.Sessions)
 	cfg.Sessions = m.Sessions
 	l.effectiveSessions(cfg, file, &Sessions{})
@@ -401,12 +407,15 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 			l.add(file, line("io_roots"), "io_roots %s is not a directory", v.IORoots[i])
 		}
 	}
+	l.checkRunAsServer(cfg, file, loc, v)
 	if v.ErrorLog != "" {
 		v.ErrorLog = rel(dir, v.ErrorLog)
 	}
 	if v.AccessLog != "" && v.AccessLog != "-" {
 		v.AccessLog = rel(dir, v.AccessLog)
 	}
+	l.checkLogPath(cfg, file, line("error_log"), "error_log", v.ErrorLog)
+	l.checkLogPath(cfg, file, line("access_log"), "access_log", v.AccessLog)
 
 	lim := &v.Limits
 	if lim.MaxWorkers < 0 {
@@ -435,6 +444,7 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 	if lim.MaxBody == 0 {
 		lim.MaxBody = 1 << 20
 	}
+	l.cgiLimits(file, loc, lim)
 	if lim.MaxResponse == 0 {
 		lim.MaxResponse = 16 << 20
 	}

@@ -280,9 +280,12 @@ func TestOpen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// 400/s for 0.5 s = 200 responses, all in time.
-		if r.OK < 180 || r.OK > 201 || r.ErrorCount() != 0 {
-			t.Errorf("ok=%d errors=%v, want about 200 and none", r.OK, r.Errors)
+		// 400/s for 0.5 s = 200 requests, each answered or, on a busy
+		// machine, counted as one the generator could not send in time
+		// (what it must do rather than send late); most are answered.
+		unsent := r.Errors[ErrUnsent]
+		if n := int64(r.OK) + unsent; n < 180 || n > 201 || r.OK < 100 || r.ErrorCount() != unsent {
+			t.Errorf("ok=%d errors=%v, want about 200 answered or unsent, no other error", r.OK, r.Errors)
 		}
 		if r.Offered != 400 {
 			t.Errorf("offered %v", r.Offered)

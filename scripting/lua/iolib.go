@@ -9,14 +9,17 @@ import (
 	"strings"
 
 	glua "github.com/yuin/gopher-lua"
+
+	"github.com/hostd/hostd/scripting"
 )
 
 // The io library a hook sees: io.open, io.lines, io.type and io.close on
 // files opened by path through the tenant's file gate (Config.FS): only
-// paths under the tenant's directories, checked by the kernel against the
-// tenant's identity. There are no default files (io.stdin, io.stdout,
-// io.stderr, io.read, io.write) and no io.popen. Reads are bounded by the
-// string limit; files a hook leaves open are closed when its run ends.
+// regular files under the tenant's directories, checked by the kernel
+// against the tenant's identity, never a FIFO, a device or a /proc magic
+// link. There are no default files (io.stdin, io.stdout, io.stderr,
+// io.read, io.write) and no io.popen. Reads are bounded by the string
+// limit; files a hook leaves open are closed when its run ends.
 
 type luaFile struct {
 	f *os.File
@@ -101,6 +104,13 @@ func (v *vm) open(L *glua.LState, path, mode string) (*glua.LUserData, error) {
 		return nil, errors.New("too many open files")
 	}
 	fh, err := v.e.cfg.FS.OpenFile(path, flags, 0o644)
+	if err == nil {
+		// The gate also opens directories (for static files); a hook's
+		// io gets regular files only, and none on procfs, sysfs & co.
+		if err = scripting.CheckHookFile(fh); err != nil {
+			fh.Close()
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
