@@ -84,7 +84,9 @@ func BenchmarkGateOpen(b *testing.B) {
 	}
 	for p := filepath.Dir(dir); p != "/"; p = filepath.Dir(p) {
 		fi, _ := os.Stat(p)
-		os.Chmod(p, fi.Mode().Perm()|0o111)
+		if fi.Mode().Perm()&0o001 == 0 { // never touch /tmp's sticky bit
+			os.Chmod(p, fi.Mode()&(os.ModePerm|os.ModeSticky|os.ModeSetuid|os.ModeSetgid)|0o111)
+		}
 	}
 	file := filepath.Join(dir, "f")
 	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {

@@ -69,8 +69,12 @@ func genVHosts(dir string, n int, listen, admin string, o genOptions) error {
 	if err := os.WriteFile(filepath.Join(dir, "hostd.toml"), []byte(main), 0o644); err != nil {
 		return err
 	}
-	if err := os.Chmod(dir, 0o755); err != nil { // tenants traverse it
+	if fi, err := os.Stat(dir); err != nil {
 		return err
+	} else if fi.Mode().Perm()&0o001 == 0 { // tenants traverse it (a fresh MkdirAll/MkdirTemp dir may be 0700)
+		if err := os.Chmod(dir, fi.Mode()&(os.ModePerm|os.ModeSticky|os.ModeSetuid|os.ModeSetgid)|0o111); err != nil {
+			return err
+		}
 	}
 	for i := range n {
 		name := fmt.Sprintf("v%05d", i)

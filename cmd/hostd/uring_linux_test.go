@@ -29,7 +29,9 @@ func TestURingUnavailableFallsBack(t *testing.T) {
 	os.Chmod(dir, 0o755)
 	for p := filepath.Dir(dir); p != "/"; p = filepath.Dir(p) {
 		if fi, err := os.Stat(p); err == nil {
-			os.Chmod(p, fi.Mode().Perm()|0o111)
+			if fi.Mode().Perm()&0o001 == 0 { // never touch /tmp's sticky bit
+				os.Chmod(p, fi.Mode()&(os.ModePerm|os.ModeSticky|os.ModeSetuid|os.ModeSetgid)|0o111)
+			}
 		}
 	}
 	bin, wrap := filepath.Join(dir, "hostd"), filepath.Join(dir, "seccompexec")

@@ -124,7 +124,9 @@ func TestPersonality(t *testing.T) {
 	os.Chmod(dir, 0o755)
 	for p := dir; p != "/"; p = filepath.Dir(p) {
 		fi, _ := os.Stat(p)
-		os.Chmod(p, fi.Mode().Perm()|0o111)
+		if fi.Mode().Perm()&0o001 == 0 { // never touch /tmp's sticky bit
+			os.Chmod(p, fi.Mode()&(os.ModePerm|os.ModeSticky|os.ModeSetuid|os.ModeSetgid)|0o111)
+		}
 	}
 	mine, rootOnly := filepath.Join(dir, "mine"), filepath.Join(dir, "root")
 	os.WriteFile(mine, []byte("mine"), 0o600)
