@@ -19,12 +19,8 @@ var kernelFS = map[int64]bool{
 // when it is a regular file outside the kernel's file systems; the error
 // is an *os.PathError matching fs.ErrPermission otherwise.
 func CheckHookFile(f *os.File) error {
-	fi, err := f.Stat()
-	if err != nil {
+	if err := checkRegular(f); err != nil {
 		return err
-	}
-	if !fi.Mode().IsRegular() {
-		return &os.PathError{Op: "open", Path: f.Name(), Err: errNotHookFile}
 	}
 	var st unix.Statfs_t
 	if err := unix.Fstatfs(int(f.Fd()), &st); err != nil {

@@ -44,6 +44,18 @@ type notHookFileError struct{}
 func (*notHookFileError) Error() string        { return "not a regular file a hook may open" }
 func (*notHookFileError) Is(target error) bool { return target == os.ErrPermission }
 
+// checkRegular refuses f unless it is a regular file.
+func checkRegular(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return &os.PathError{Op: "open", Path: f.Name(), Err: errNotHookFile}
+	}
+	return nil
+}
+
 // ErrNeverCompiled wraps the error of a hook file that has no compiled
 // version to fall back on: it did not compile (or could not be read) the
 // first time it was needed. host answers 503 for it.
