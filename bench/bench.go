@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hostd/hostd/bench/load"
+	"github.com/hostd/hostd/sandbox"
 	"github.com/hostd/hostd/tenant"
 )
 
@@ -260,6 +261,9 @@ func (s *site) probe(ctx context.Context, hostd string) (map[string]string, erro
 				skips["mode:"+m] = "needs root: the sandbox switches threads/CGI children to the tenants' uids (CAP_SETUID, CAP_SETGID)"
 			}
 		}
+	}
+	if err := sandbox.ProbeURing(); err != nil && s.root {
+		skips["mode:uring"] = "io_uring is not usable here: " + err.Error()
 	}
 	if s.phpCGI == "" {
 		skips["handler:php-cgi"] = "php-cgi is not installed (apt-get install php-cgi)"

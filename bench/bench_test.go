@@ -56,18 +56,19 @@ func TestPlan(t *testing.T) {
 		}
 		return
 	}
-	// Per transport: 4 in-process handlers x 4 modes + the shell CGI x 5;
-	// the 4 PHP handlers x 5 modes over HTTPS keep-alive only.
+	// Per transport: 4 in-process handlers x 5 modes + the shell CGI x 6;
+	// the 4 PHP handlers x 6 modes over HTTPS keep-alive only.
 	closed, sweep, names := count(plan(false, nil))
-	if closed != 4*21+20 || sweep != 7 {
-		t.Errorf("default plan: %d closed, %d sweeps; want 104 and 7", closed, sweep)
+	if closed != 4*26+24 || sweep != 8 {
+		t.Errorf("default plan: %d closed, %d sweeps; want 128 and 8", closed, sweep)
 	}
 	if names["lua/suexec/https"] || !names["cgi/suexec/https-resume"] || !names["php-fpm/inline/https"] || names["php-cgi/none/h1"] {
 		t.Error("default plan: suexec must be for child processes only, all transports present, PHP on keep-alive only")
 	}
+	// --quick: the https grid, and 5 cells on each other transport.
 	closed, sweep, names = count(plan(true, nil))
-	if closed != 41+12 || sweep != 3 {
-		t.Errorf("quick plan: %d closed, %d sweeps; want 53 and 3", closed, sweep)
+	if closed != 50+15 || sweep != 4 {
+		t.Errorf("quick plan: %d closed, %d sweeps; want 65 and 4", closed, sweep)
 	}
 	if !names["mruby/thread-per-request/https"] || names["static/none/h1"] || !names["cgi/suexec/https-new"] {
 		t.Error("quick plan: full grid over https, sparse other transports")

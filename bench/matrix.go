@@ -58,7 +58,7 @@ var Handlers = []Handler{
 }
 
 // Modes are the sandbox modes in report order.
-var Modes = []string{"none", "suexec", "thread", "thread-per-request", "inline"}
+var Modes = []string{"none", "suexec", "uring", "thread", "thread-per-request", "inline"}
 
 func handlerByName(name string) (Handler, bool) {
 	for _, h := range Handlers {
@@ -163,7 +163,7 @@ func plan(quick bool, sel selector) []plannedCell {
 func quickExtra(h Handler, mode string) bool {
 	switch h.Name {
 	case "native":
-		return mode == "none" || mode == "thread"
+		return mode == "none" || mode == "uring" || mode == "thread"
 	case "cgi":
 		return mode == "none" || mode == "suexec"
 	}
@@ -176,9 +176,9 @@ func sweeps(quick bool) []plannedCell {
 	lua, _ := handlerByName("lua")
 	cgi, _ := handlerByName("cgi")
 	var s []plannedCell
-	luaModes := []string{"none", "thread", "thread-per-request", "inline"}
+	luaModes := []string{"none", "uring", "thread", "thread-per-request", "inline"}
 	if quick {
-		luaModes = []string{"none", "thread", "inline"}
+		luaModes = []string{"none", "uring", "thread", "inline"}
 	}
 	for _, m := range luaModes {
 		s = append(s, plannedCell{handler: lua, mode: m, transport: load.HTTPS, sweep: true})

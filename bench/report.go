@@ -215,10 +215,14 @@ func (r *Report) finish() {
 			r.Targets = append(r.Targets, t)
 		}
 	}
+	for _, h := range []string{"static", "native", "lua", "mruby"} {
+		add(h+": uring / none", 0.95, "the kernel-checked file gate's cost", h, "uring", h, "none")
+	}
 	add("lua: thread / none", 0.95, "the sandbox's cost for an in-process hook", "lua", "thread", "lua", "none")
+	add("lua: uring / thread", 0, "a personality per file operation instead of a thread hand-off", "lua", "uring", "lua", "thread")
 	add("lua: thread-per-request / thread", 0, "a new locked thread per request", "lua", "thread-per-request", "lua", "thread")
 	add("lua: inline / thread", 0, "switching the connection's own thread", "lua", "inline", "lua", "thread")
-	for _, m := range []string{"none", "thread", "thread-per-request", "inline"} {
+	for _, m := range []string{"none", "uring", "thread", "thread-per-request", "inline"} {
 		add("lua / native ("+m+")", 0.9, "", "lua", m, "native", m)
 		add("mruby / native ("+m+")", 0.9, "", "mruby", m, "native", m)
 	}

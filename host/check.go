@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/hostd/hostd/sandbox"
 	"github.com/hostd/hostd/scripting"
 	"github.com/hostd/hostd/tenant"
 )
@@ -27,8 +29,10 @@ func Validate(path string) (*tenant.Config, []*tenant.Broken, error) {
 		return nil, nil, err
 	}
 	valid := cfg.VHosts[:0:0]
+	vms := newVMPools() // one set of VMs compiles every vhost's hooks
+	defer vms.close()
 	for _, vc := range cfg.VHosts {
-		if errs := CheckVHost(vc); len(errs) > 0 {
+		if errs := checkVHost(vc, vms); len(errs) > 0 {
 			broken = append(broken, &tenant.Broken{File: vc.File, Names: vc.Names(), Errs: errs})
 			continue
 		}
@@ -44,8 +48,10 @@ func Validate(path string) (*tenant.Config, []*tenant.Broken, error) {
 // tenant.ErrorList whose entries name the script's file and line.
 func Check(cfg *tenant.Config) error {
 	var errs tenant.ErrorList
+	vms := newVMPools()
+	defer vms.close()
 	for _, vc := range cfg.VHosts {
-		errs = append(errs, CheckVHost(vc)...)
+		errs = append(errs, checkVHost(vc, vms)...)
 	}
 	if len(errs) > 0 {
 		return errs
@@ -55,14 +61,65 @@ func Check(cfg *tenant.Config) error {
 
 // CheckVHost compiles the hook scripts of one vhost and returns their
 // errors, each naming the script's file and line.
+//
+// Scripts are read through the vhost's file gate, and for a vhost whose
+// mode checks the tenant's identity the compiling thread is switched to the
+// tenant (when hostd may switch): a hook that is a link to a file the
+// tenant may not read is refused, never quoted in a syntax error. The work
+// runs on a goroutine of its own, so CheckVHost may be called from the
+// main thread.
 func CheckVHost(vc *tenant.VHost) tenant.ErrorList {
-	var errs tenant.ErrorList
-	v := &vhost{cfg: vc, engines: make(map[string]scripting.Engine), errLog: slog.New(slog.DiscardHandler)}
+	vms := newVMPools()
+	defer vms.close()
+	return checkVHost(vc, vms)
+}
+
+// checkVHost is CheckVHost compiling on vms.
+func checkVHost(vc *tenant.VHost, vms *vmPools) tenant.ErrorList {
+	if len(vc.Hooks) == 0 {
+		return nil
+	}
+	done := make(chan tenant.ErrorList, 1)
+	go func() { done <- compileHooks(vc, vms) }()
+	return <-done
+}
+
+// compileHooks compiles vc's hooks with the tenant's identity (inline on
+// this goroutine's thread), or the checker's own when it cannot switch (an
+// unprivileged `hostd check`).
+func compileHooks(vc *tenant.VHost, vms *vmPools) tenant.ErrorList {
+	opts := sandbox.Options{Mode: sandbox.ModeNone}
+	if sandbox.Mode(vc.Mode).ChecksTenant() && sandbox.CanSwitch() == nil {
+		opts = sandbox.Options{Mode: sandbox.ModeInline, Identity: sandbox.Identity{UID: vc.UID, GID: vc.GID, Groups: vc.Groups}}
+	}
+	tn, err := sandbox.NewTenant(opts)
+	if err != nil {
+		return tenant.ErrorList{&tenant.Error{File: vc.File, Msg: fmt.Sprintf("sandbox: %v", err)}}
+	}
+	defer tn.Close()
+	gate, err := tn.NewFS(gateRoots(vc)...)
+	if err != nil {
+		return tenant.ErrorList{&tenant.Error{File: vc.File, Msg: fmt.Sprintf("root: %v", err)}}
+	}
+	defer gate.Close()
+	v := &vhost{cfg: vc, fs: gate, vms: vms, checking: true, engines: make(map[string]scripting.Engine), errLog: slog.New(slog.DiscardHandler)}
 	defer func() {
 		for _, e := range v.engines {
 			e.Close()
 		}
 	}()
+	var errs tenant.ErrorList
+	if err := tn.Run(context.Background(), func() { errs = v.checkHooks() }); err != nil {
+		errs = append(errs, &tenant.Error{File: vc.File, Msg: fmt.Sprintf("checking hooks: %v", err)})
+	}
+	return errs
+}
+
+// checkHooks compiles the vhost's hooks (with the identity of the calling
+// thread).
+func (v *vhost) checkHooks() tenant.ErrorList {
+	var errs tenant.ErrorList
+	vc := v.cfg
 	for _, h := range vc.Hooks {
 		where := fmt.Sprintf("(hook of %s:%d)", vc.File, h.Line())
 		eng, err := v.engine(filepath.Ext(h.File))
@@ -73,7 +130,11 @@ func CheckVHost(vc *tenant.VHost) tenant.ErrorList {
 		if err := eng.Check(h.File); err != nil {
 			var se *scripting.ScriptError
 			if errors.As(err, &se) {
-				errs = append(errs, &tenant.Error{File: se.File, Line: se.Line, Msg: se.Msg + " " + where})
+				msg := se.Msg
+				if se.Err != nil && se.Line == 0 {
+					msg += ": " + se.Err.Error()
+				}
+				errs = append(errs, &tenant.Error{File: se.File, Line: se.Line, Msg: msg + " " + where})
 			} else {
 				errs = append(errs, &tenant.Error{File: h.File, Msg: err.Error() + " " + where})
 			}

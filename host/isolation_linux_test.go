@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -32,10 +33,14 @@ func requireRoot(t *testing.T) {
 
 // isolationSite builds two tenants in mode: alice and bob, each owning a
 // docroot with a 0600 file only its owner can read, a CGI directory and
-// a Lua hook; alice's root also holds a hard link to bob's secret and a
-// file owned by bob, which os.Root would happily open: only the kernel,
-// checking the tenant's identity, keeps them out.
-// Extra lines go at the top level of both vhost files.
+// a Lua hook; alice's root also holds a hard link to bob's secret, a file
+// owned by bob, a root-owned 0600 file and symbolic links out of it
+// (to bob's secret, and to /proc/self/fd/N of bob's root), which a
+// root-identity open confined to the root would happily open (or follow):
+// only the kernel, checking the tenant's identity, and the file gate keep
+// them out. Both tenants list shared/ as an io_root, where bob owns a 0600
+// file and root a 0644 one. Extra lines go at the top level of both vhost
+// files.
 func isolationSite(t *testing.T, mode string, extra ...string) *hosttest.Server {
 	t.Helper()
 	dir := tenantDir(t)
@@ -44,6 +49,7 @@ func isolationSite(t *testing.T, mode string, extra ...string) *hosttest.Server 
 root = "../%s"
 user = "%d"
 sandbox = %q
+io_roots = ["../shared"]
 %s
 [limits]
 worker_idle = "300ms"
@@ -65,6 +71,15 @@ if what == "read" then
 elseif what == "write" then
   local f = io.open(r.args.file, "w")
   if f then f:write("x") f:close() r:write("WROTE") else r:write("DENIED") end
+elseif what == "rename" then
+  local ok = os.rename(r.args.file, r.args.to)
+  r:write(ok and "RENAMED" or "DENIED")
+elseif what == "remove" then
+  local ok = os.remove(r.args.file)
+  r:write(ok and "REMOVED" or "DENIED")
+elseif what == "require" then
+  local ok, m = pcall(require, r.args.mod)
+  r:write(ok and ("LOADED:" .. tostring(m)) or ("FAILED:" .. tostring(m)))
 end`
 	hosttest.Write(t, dir, hosttest.Files{
 		// Admission control and the per-IP limit off: the stress test opens
@@ -75,6 +90,7 @@ end`
 		"vhosts.d/bob.toml":     vhost("bob", bobUID),
 		"alice/index.html":      "alice home\n",
 		"alice/whoami.txt":      "alice\n",
+		"alice/rootonly.txt":    "root's secret\n",
 		"alice/cgi/id.cgi":      "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nid -u\ncat \"$QUERY_STRING\" 2>/dev/null || echo DENIED\n",
 		"bob/index.html":        "bob home\n",
 		"bob/whoami.txt":        "bob\n",
@@ -82,14 +98,17 @@ end`
 		"bob/cgi/id.cgi":        "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nid -u\n",
 		"hooks/alice/probe.lua": probe,
 		"hooks/bob/probe.lua":   probe,
+		"shared/bob.txt":        "bob's shared secret\n",
+		"shared/open.txt":       "open\n",
 		"outside/":              "",
 	})
 	own := func(uid int, mode os.FileMode, paths ...string) { chown(t, dir, uid, mode, paths...) }
 	own(aliceUID, 0o755, "alice", "alice/cgi", "alice/cgi/id.cgi")
 	own(aliceUID, 0o600, "alice/whoami.txt")
 	own(aliceUID, 0o644, "alice/index.html")
+	own(0, 0o600, "alice/rootonly.txt")
 	own(bobUID, 0o755, "bob", "bob/cgi", "bob/cgi/id.cgi")
-	own(bobUID, 0o600, "bob/whoami.txt", "bob/secret.txt")
+	own(bobUID, 0o600, "bob/whoami.txt", "bob/secret.txt", "shared/bob.txt")
 	own(bobUID, 0o644, "bob/index.html")
 	if err := os.Link(filepath.Join(dir, "bob/secret.txt"), filepath.Join(dir, "alice/hardlink.txt")); err != nil {
 		t.Fatal(err)
@@ -101,7 +120,31 @@ end`
 	if err := os.Symlink(filepath.Join(dir, "bob/secret.txt"), filepath.Join(dir, "alice/symlink.txt")); err != nil {
 		t.Fatal(err)
 	}
-	return hosttest.StartDir(t, dir)
+	if err := os.Symlink("/etc/shadow", filepath.Join(dir, "hooks/alice/shadow.lua")); err != nil {
+		t.Fatal(err)
+	}
+	s := hosttest.StartDir(t, dir)
+	// The server holds a descriptor of bob's root: alice's symbolic link
+	// to it through /proc/self/fd must lead nowhere.
+	if fd := fdOf(t, filepath.Join(dir, "bob")); fd >= 0 {
+		if err := os.Symlink(fmt.Sprintf("/proc/self/fd/%d", fd), filepath.Join(dir, "alice/procfd")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// fdOf returns a descriptor of this process open on path, or -1.
+func fdOf(t *testing.T, path string) int {
+	t.Helper()
+	ents, _ := os.ReadDir("/proc/self/fd")
+	for _, e := range ents {
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && target == path {
+			n, _ := strconv.Atoi(e.Name())
+			return n
+		}
+	}
+	return -1
 }
 
 // tenantDir returns a temp dir that the test tenants can traverse
@@ -119,15 +162,26 @@ func tenantDir(t testing.TB) string {
 	return dir
 }
 
+// checkingModes are the modes in which the kernel checks a tenant's file
+// operations against the tenant's identity.
+var checkingModes = []string{"uring", "thread", "thread-per-request", "inline"}
+
 func TestTenantIsolation(t *testing.T) {
 	requireRoot(t)
-	for _, mode := range []string{"thread", "thread-per-request", "inline"} {
+	for _, mode := range checkingModes {
 		t.Run(mode, func(t *testing.T) {
 			s := isolationSite(t, mode)
 			alice, bob := s.Client("alice.example", true), s.Client("bob.example", false)
 			secret := filepath.Join(s.Dir, "bob/secret.txt")
 			get := func(c *http.Client, host, path string) hosttest.Response {
 				return hosttest.Get(t, c, "https://"+host+path)
+			}
+			probe := func(what string, args ...string) string {
+				q := url.Values{"what": {what}}
+				for i := 0; i+1 < len(args); i += 2 {
+					q.Set(args[i], args[i+1])
+				}
+				return get(alice, "alice.example", "/probe?"+q.Encode()).Body
 			}
 			// Each tenant reads its own 0600 file: the kernel saw its uid.
 			if r := get(alice, "alice.example", "/whoami.txt"); r.StatusCode != 200 || r.Body != "alice\n" {
@@ -137,10 +191,11 @@ func TestTenantIsolation(t *testing.T) {
 				t.Errorf("bob's own secret: %d %q", r.StatusCode, r.Body)
 			}
 			// Static: a hard link and a bob-owned file inside alice's
-			// root, and a symlink out of it.
-			for _, p := range []string{"/hardlink.txt", "/bobs.txt", "/symlink.txt"} {
+			// root, a root-owned 0600 file (no CAP_DAC_OVERRIDE), a
+			// symlink out of the root and one through /proc/self/fd.
+			for _, p := range []string{"/hardlink.txt", "/bobs.txt", "/rootonly.txt", "/symlink.txt", "/procfd/secret.txt"} {
 				r := get(alice, "alice.example", p)
-				if r.StatusCode != 403 && r.StatusCode != 404 || strings.Contains(r.Body, "bob") {
+				if r.StatusCode != 403 && r.StatusCode != 404 || strings.Contains(r.Body, "secret") {
 					t.Errorf("alice GET %s: %d %q", p, r.StatusCode, r.Body)
 				}
 			}
@@ -152,28 +207,84 @@ func TestTenantIsolation(t *testing.T) {
 			if r := get(bob, "bob.example", "/cgi/id.cgi"); r.Body != fmt.Sprintf("%d\n", bobUID) {
 				t.Errorf("bob's CGI: %q", r.Body)
 			}
-			// Lua hook: io.open runs with alice's identity.
-			if r := get(alice, "alice.example", "/probe?what=read&file="+secret); r.Body != "DENIED" {
-				t.Errorf("alice's hook read bob's secret: %q", r.Body)
+			// Lua io: alice's own files and her io_roots yes...
+			for file, want := range map[string]string{
+				"whoami.txt":                             "READ:alice\n",
+				filepath.Join(s.Dir, "alice/whoami.txt"): "READ:alice\n",
+				filepath.Join(s.Dir, "shared/open.txt"):  "READ:open\n",
+			} {
+				if got := probe("read", "file", file); got != want {
+					t.Errorf("alice's hook reading %s: %q, want %q", file, got, want)
+				}
+			}
+			// ... but nothing of bob's, root's or the server's, inside
+			// her directories (the kernel) or outside them (the gate).
+			fd := fdOf(t, filepath.Join(s.Dir, "bob"))
+			for _, file := range []string{
+				secret, "hardlink.txt", "bobs.txt", "rootonly.txt", "symlink.txt", "procfd/secret.txt",
+				filepath.Join(s.Dir, "shared/bob.txt"),
+				fmt.Sprintf("/proc/self/fd/%d/secret.txt", fd),
+				fmt.Sprintf("/proc/thread-self/fd/%d/secret.txt", fd),
+				"/proc/self/maps", "/proc/self/task/1/comm", "/etc/shadow",
+				filepath.Join(s.Config.StateDir, "ticket.keys"),
+				filepath.Join(s.Config.StateDir, "certs/alice.example.key"),
+			} {
+				if got := probe("read", "file", file); got != "DENIED" {
+					t.Errorf("alice's hook reading %s: %q", file, got)
+				}
 			}
 			if r := get(bob, "bob.example", "/probe?what=read&file="+secret); r.Body != "READ:bob secret\n" {
 				t.Errorf("bob's hook reading his secret: %q", r.Body)
 			}
-			// Writing outside the docroot (a root-owned directory) fails.
+			// Writes, renames and removals outside her own files fail.
 			out := filepath.Join(s.Dir, "outside/x")
-			if r := get(alice, "alice.example", "/probe?what=write&file="+out); r.Body != "DENIED" {
-				t.Errorf("alice's hook wrote outside her root: %q", r.Body)
+			for _, tc := range []struct{ what, file, to string }{
+				{"write", out, ""},
+				{"write", "/tmp/hostd-isolation-test", ""},
+				{"write", filepath.Join(s.Dir, "bob/planted.txt"), ""},
+				{"write", filepath.Join(s.Dir, "shared/planted.txt"), ""}, // root's 0755 directory
+				{"rename", "hardlink.txt", "mine.txt"},                    // bob's file, alice's directory: allowed by the kernel
+				{"rename", filepath.Join(s.Dir, "shared/bob.txt"), "stolen.txt"},
+				{"rename", "whoami.txt", out},
+				{"remove", secret, ""},
+				{"remove", filepath.Join(s.Dir, "shared/open.txt"), ""},
+			} {
+				got := probe(tc.what, "file", tc.file, "to", tc.to)
+				want := "DENIED"
+				if tc.file == "hardlink.txt" {
+					want = "RENAMED" // a rename in her own directory; the file stays bob's and unreadable
+				}
+				if got != want {
+					t.Errorf("alice's hook: %s %s %s: %q, want %q", tc.what, tc.file, tc.to, got, want)
+				}
 			}
-			if _, err := os.Stat(out); err == nil {
-				t.Errorf("%s exists", out)
+			if got := probe("read", "file", "mine.txt"); got != "DENIED" {
+				t.Errorf("alice reading bob's renamed hard link: %q", got)
+			}
+			for _, p := range []string{out, "/tmp/hostd-isolation-test", filepath.Join(s.Dir, "bob/planted.txt"), filepath.Join(s.Dir, "shared/planted.txt")} {
+				if _, err := os.Stat(p); err == nil {
+					t.Errorf("%s exists", p)
+				}
+			}
+			for _, p := range []string{secret, filepath.Join(s.Dir, "shared/open.txt"), filepath.Join(s.Dir, "shared/bob.txt")} {
+				if _, err := os.Stat(p); err != nil {
+					t.Errorf("%s: %v", p, err)
+				}
+			}
+			// A module that is a link to /etc/shadow is not read: no line
+			// of it can end up in an error message.
+			if got := probe("require", "mod", "shadow"); !strings.HasPrefix(got, "FAILED:") || strings.Contains(got, "root:") {
+				t.Errorf("require of a link to /etc/shadow: %q", got)
 			}
 		})
 	}
 }
 
-// TestNoneModeIsTheBaseline shows what the sandbox prevents: in mode none
-// the server's (root) identity opens the hard link to bob's secret. Hooks
-// running as the server must be accepted with run_as_server.
+// TestNoneModeIsTheBaseline shows what the kernel check adds: in mode
+// suexec (as in none) the server's (root) identity opens the hard link to
+// bob's secret; hooks running as the server must be accepted with
+// run_as_server. The file gate still applies: nothing outside the tenant's
+// directories, no /proc.
 func TestNoneModeIsTheBaseline(t *testing.T) {
 	requireRoot(t)
 	s := isolationSite(t, "suexec", "run_as_server = true")
@@ -185,6 +296,14 @@ func TestNoneModeIsTheBaseline(t *testing.T) {
 	secret := filepath.Join(s.Dir, "bob/secret.txt")
 	if r := hosttest.Get(t, alice, "https://alice.example/cgi/id.cgi?"+secret); r.Body != fmt.Sprintf("%d\nDENIED\n", aliceUID) {
 		t.Errorf("suexec CGI: %d %q", r.StatusCode, r.Body)
+	}
+	for _, file := range []string{secret, "/etc/shadow", "/proc/self/maps", "symlink.txt", "procfd/secret.txt", filepath.Join(s.Config.StateDir, "ticket.keys")} {
+		if r := hosttest.Get(t, alice, "https://alice.example/probe?what=read&file="+url.QueryEscape(file)); r.Body != "DENIED" {
+			t.Errorf("suexec hook reading %s: %q", file, r.Body)
+		}
+	}
+	if r := hosttest.Get(t, alice, "https://alice.example/probe?what=read&file=hardlink.txt"); r.Body != "READ:bob secret\n" {
+		t.Errorf("suexec hook reading the hard link as the server: %q", r.Body)
 	}
 }
 
@@ -209,7 +328,7 @@ func tenantThreads(t *testing.T, uid int) int {
 
 func TestTenantStress(t *testing.T) {
 	requireRoot(t)
-	for _, mode := range []string{"thread", "thread-per-request", "inline"} {
+	for _, mode := range checkingModes {
 		t.Run(mode, func(t *testing.T) {
 			s := isolationSite(t, mode)
 			var wg sync.WaitGroup

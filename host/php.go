@@ -25,6 +25,7 @@ func newPHPPool(s *Server, v *vhost) (*phpfpm.Pool, error) {
 		Name:          vc.ServerName,
 		Identity:      sandbox.Identity{UID: vc.UID, GID: vc.GID, Groups: vc.Groups},
 		Root:          vc.Root,
+		FS:            v.static,
 		FPM:           vc.PHP.FPM,
 		Extensions:    vc.PHP.Extensions,
 		Workers:       vc.PHP.Workers,

@@ -155,6 +155,9 @@ func (s *Server) reload(ctx context.Context) (ReloadResult, error) {
 			return res, fmt.Errorf("cgi spawner: %w", err)
 		}
 	}
+	if err := s.ensureRings(cfg); err != nil {
+		return res, err
+	}
 	if err := s.setupACME(cfg); err != nil {
 		return res, err
 	}

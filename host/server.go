@@ -49,6 +49,9 @@ type Server struct {
 	spawner     *sandbox.Spawner // nil unless a vhost enables CGI or PHP
 	php         *phpfpm.Manager  // the php-fpm pools' manager, made on first use (php.go)
 	phpOnce     sync.Once
+	rings       *sandbox.Rings // nil unless a vhost uses mode uring (gate.go)
+	vms         *vmPools       // hook VMs shared by the vhosts that do not switch threads (gate.go)
+	dirs        sandbox.Dirs   // the vhosts' gate roots, each directory open once
 	routes      atomic.Pointer[routes]
 	defaultCert *tls.Certificate
 	tlsConfig   *tls.Config
@@ -103,7 +106,7 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, logger: logger, build: opts.Build.ReadBuildInfo()}
+	s := &Server{cfg: cfg, logger: logger, build: opts.Build.ReadBuildInfo(), vms: newVMPools()}
 	s.version = s.build.String()
 	access, err := openAccessLog(cfg.AccessLog, cfg.LogPolicy(), -1, logger)
 	if err != nil {
@@ -124,6 +127,10 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 		if c := s.spawner.Containment(); !c.Rlimits {
 			logger.Warn("CGI resource limits cannot be enforced", "reason", c.RlimitsWhyNot)
 		}
+	}
+	if err := s.ensureRings(cfg); err != nil {
+		s.Close()
+		return nil, err
 	}
 	rt, err := s.buildRoutes(cfg, opts)
 	if err != nil {
@@ -330,6 +337,10 @@ func (s *Server) Close() {
 		if s.spawner != nil {
 			s.spawner.Close()
 		}
+		if s.rings != nil {
+			s.rings.Close()
+		}
+		s.vms.close()
 		s.access.Close()
 	})
 }

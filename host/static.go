@@ -15,10 +15,11 @@ import (
 )
 
 // serveStatic serves the file at the decoded URL path upath from the
-// vhost's root. Files are opened through os.Root, so neither ".." nor a
-// symbolic link can leave the root; in the sandboxed modes the open also
-// runs with the tenant's identity, so the kernel checks it too. Directories
-// get their index file, a listing when the vhost enables it, else 403.
+// vhost's root. Files are opened through the tenant's file gate, so
+// neither ".." nor a symbolic link nor a /proc magic link can leave the
+// root, and in modes uring, thread, thread-per-request and inline the
+// kernel checks the open against the tenant's identity. Directories get
+// their index file, a listing when the vhost enables it, else 403.
 func (v *vhost) serveStatic(w http.ResponseWriter, r *http.Request, upath string) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
@@ -78,23 +79,10 @@ func rootRelative(upath string) (string, bool) {
 	return name, true
 }
 
-// open opens name below the root without blocking on FIFOs and accepts
-// only regular files and directories.
+// open opens name below the root through the gate, which never blocks on
+// a FIFO and accepts only regular files and directories.
 func (v *vhost) open(name string) (*os.File, fs.FileInfo, error) {
-	f, err := v.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	if !fi.Mode().IsRegular() && !fi.IsDir() {
-		f.Close()
-		return nil, nil, fs.ErrPermission
-	}
-	return f, fi, nil
+	return v.static.OpenFileStat(name, os.O_RDONLY, 0)
 }
 
 // openError maps an open error to a status: missing -> 404, denied by the
@@ -104,10 +92,12 @@ func (v *vhost) openError(w http.ResponseWriter, name string, err error) {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
 		httpError(w, http.StatusNotFound, "no such file")
 	case errors.Is(err, fs.ErrPermission):
+		// The kernel refused the tenant, or the gate refused an escape
+		// (a symbolic link out of the root) or a FIFO or device.
+		v.logger.Debug("static open refused", "path", name, "err", err)
 		httpError(w, http.StatusForbidden, "access denied")
 	default:
-		// os.Root reports a path escaping the root (a symlink out of it)
-		// with its own error; treat it, and anything unexpected, as denied.
+		// ELOOP and anything unexpected: denied.
 		v.logger.Debug("static open refused", "path", name, "err", err)
 		httpError(w, http.StatusForbidden, "access denied")
 	}

@@ -244,7 +244,7 @@ local s = f:read("*a") f:close() r:write("READ:" .. tostring(s))`,
 	}
 	chown(t, dir, aliceUID, 0o666, "carol/fifo")
 	s := hosttest.StartDir(t, dir)
-	// The server's descriptor of dave's root (os.Root).
+	// The server's descriptor of dave's root (his file gate's root).
 	ents, _ := os.ReadDir("/proc/self/fd")
 	daveRoot := filepath.Join(dir, "dave/public")
 	for _, e := range ents {
@@ -261,7 +261,7 @@ local s = f:read("*a") f:close() r:write("READ:" .. tostring(s))`,
 // /proc, /sys or /dev, nor blocks the server on a FIFO.
 func TestProcSelfFDRoute(t *testing.T) {
 	requireRoot(t)
-	for _, mode := range []string{"thread", "thread-per-request", "inline", "suexec", "none"} {
+	for _, mode := range []string{"uring", "thread", "thread-per-request", "inline", "suexec", "none"} {
 		t.Run(mode, func(t *testing.T) {
 			s, fd := procFDSite(t, mode)
 			carol := s.Client("carol.example", false)

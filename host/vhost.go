@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -28,13 +27,14 @@ import (
 // background; more run in the request's own handler.
 const logSlots = 64
 
-// vhost is the serving state of one tenant: its certificate, its open
-// document root, its hook engines and handlers. It is built from an
-// immutable tenant.VHost and is safe for concurrent use.
+// vhost is the serving state of one tenant: its certificate, its file
+// gate, its hook engines and handlers. It is built from an immutable
+// tenant.VHost and is safe for concurrent use.
 type vhost struct {
 	cfg    *tenant.VHost
 	cert   *tls.Certificate
-	root   *os.Root
+	fs     *sandbox.FS   // the tenant's file gate (gate.go): roots, then hooks and io_roots
+	static *sandbox.FS   // fs restricted to the document root
 	logger *slog.Logger  // server log with the vhost name
 	errLog *slog.Logger  // the tenant's error log (hooks, CGI)
 	errF   *logFile      // error_log file, when configured; reopened on SIGUSR1
@@ -49,16 +49,22 @@ type vhost struct {
 	hooks    [scripting.PhaseLog + 1][]hook
 
 	sb  *sandbox.Tenant // runs the request path with the tenant's identity
+	vms *vmPools        // the server's shared hook VMs; nil: VMs of the vhost's own
 	cgi *cgi.Handler    // nil unless [cgi] enabled
 	php *phpfpm.Pool    // nil unless [php] enabled (php.go)
 
 	logSlots chan struct{}
 	logWG    sync.WaitGroup
+
+	// checking is set on the throwaway vhosts of Check, which compile
+	// every vhost's hooks on one set of VMs.
+	checking bool
 }
 
 func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 	v := &vhost{
 		cfg:      vc,
+		vms:      s.vms,
 		logger:   s.logger.With("vhost", vc.ServerName),
 		limit:    s.limits.counter(vc.ServerName),
 		engines:  make(map[string]scripting.Engine),
@@ -80,9 +86,6 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 		if v.cert, err = loadOrCreateCert(base+".crt", base+".key", vc.Names()); err != nil {
 			return nil, fmt.Errorf("certificate: %w", err)
 		}
-	}
-	if v.root, err = os.OpenRoot(vc.Root); err != nil {
-		return nil, fmt.Errorf("root: %w", err)
 	}
 	v.errLog = v.logger
 	if vc.ErrorLog != "" {
@@ -107,9 +110,15 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 		MaxWorkers:  vc.Limits.MaxWorkers,
 		IdleTimeout: vc.Limits.WorkerIdle.Std(),
 		Logger:      v.logger,
+		Rings:       s.rings,
+		Dirs:        &s.dirs,
 	}); err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
+	if v.fs, err = v.sb.NewFS(gateRoots(vc)...); err != nil {
+		return nil, fmt.Errorf("root: %w", err)
+	}
+	v.static = v.fs.Root(0)
 	if vc.CGI.Enabled {
 		var id *sandbox.Identity // nil: CGI runs as the server (mode none)
 		if mode != sandbox.ModeNone {
@@ -126,6 +135,7 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 			Timeout:       vc.Limits.CGITimeout.Std(),
 			MaxBody:       int64(vc.Limits.MaxBody),
 			Spawner:       s.spawner,
+			FS:            v.static,
 			Identity:      id,
 			SuEXEC:        id != nil,
 			MinUID:        uint32(s.cfg.MinUID()),
@@ -171,15 +181,22 @@ func (v *vhost) engine(ext string) (scripting.Engine, error) {
 		Shared:  v.shared,
 		Scripts: v.scripts,
 		Logger:  v.errLog,
+		FS:      v.fs,
 	}
 	if len(v.cfg.Hooks) > 0 {
 		cfg.HookDir = filepath.Dir(v.cfg.Hooks[0].File)
 	}
+	// The thread modes keep VMs per tenant, touched by its threads only.
+	shared := v.vms != nil && (v.checking || !sandbox.Mode(v.cfg.Mode).Switches())
 	var e scripting.Engine
-	switch ext {
-	case ".lua":
+	switch {
+	case ext == ".lua" && shared:
+		e = v.vms.lua.Engine(cfg)
+	case ext == ".lua":
 		e = lua.New(cfg)
-	case ".rb":
+	case ext == ".rb" && shared:
+		e = v.vms.mruby.Engine(cfg)
+	case ext == ".rb":
 		e = mruby.New(cfg)
 	default:
 		return nil, fmt.Errorf("no engine for %s hooks", ext)
@@ -202,8 +219,8 @@ func (v *vhost) close() {
 	if v.sessions != nil {
 		v.sessions.Store().Close()
 	}
-	if v.root != nil {
-		v.root.Close()
+	if v.fs != nil {
+		v.fs.Close()
 	}
 	if v.errF != nil {
 		v.errF.Close()

@@ -4,10 +4,14 @@ package sandbox_test
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/hostd/hostd/sandbox"
 )
@@ -60,6 +64,99 @@ func BenchmarkRunParallel(b *testing.B) {
 					}
 				}
 			})
+		})
+	}
+}
+
+// BenchmarkGateOpen compares one open+close of a tenant's 0600 file by
+// the ways hostd can have the kernel check it (as root): a plain openat2
+// as the server (what ModeNone's gate does, no tenant check), the gate
+// with the direct backend, the gate through the io_uring rings with the
+// tenant's personality (ModeUring), and openat2 inside an inline switch or
+// a thread hand-off (ModeInline, ModeThread).
+func BenchmarkGateOpen(b *testing.B) {
+	if !isRoot() {
+		b.Skip("needs root")
+	}
+	dir := b.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for p := filepath.Dir(dir); p != "/"; p = filepath.Dir(p) {
+		fi, _ := os.Stat(p)
+		if fi.Mode().Perm()&0o001 == 0 { // never touch /tmp's sticky bit
+			os.Chmod(p, fi.Mode()&(os.ModePerm|os.ModeSticky|os.ModeSetuid|os.ModeSetgid)|0o111)
+		}
+	}
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	os.Chown(file, int(tenantA.uid), int(tenantA.gid))
+	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer unix.Close(dfd)
+	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
+	rawOpen := func() {
+		fd, err := unix.Openat2(dfd, "f", &how)
+		if err != nil {
+			b.Fatal(err)
+		}
+		unix.Close(fd)
+	}
+	gateOpen := func(g *sandbox.FS) func() {
+		return func() {
+			f, err := g.Open("f")
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
+		}
+	}
+	rings, err := sandbox.NewRings(0)
+	if err != nil {
+		b.Skipf("io_uring unavailable: %v", err)
+	}
+	defer rings.Close()
+	mk := func(mode sandbox.Mode) *sandbox.Tenant {
+		tn, err := sandbox.NewTenant(sandbox.Options{Mode: mode, Identity: tenantA.sandbox(), Rings: rings})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return tn
+	}
+	uringTn, inlineTn, threadTn := mk(sandbox.ModeUring), mk(sandbox.ModeInline), mk(sandbox.ModeThread)
+	defer uringTn.Close()
+	defer inlineTn.Close()
+	defer threadTn.Close()
+	direct, err := sandbox.NewDirectFS(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer direct.Close()
+	ugate, err := uringTn.NewFS(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ugate.Close()
+	ctx := context.Background()
+	for _, bc := range []struct {
+		name string
+		fn   func()
+	}{
+		{"openat2", rawOpen},
+		{"gate-direct", gateOpen(direct)},
+		{"gate-uring", gateOpen(ugate)},
+		{"inline-switch", func() { inlineTn.Run(ctx, rawOpen) }},
+		{"thread-handoff", func() { threadTn.Run(ctx, rawOpen) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				bc.fn()
+			}
 		})
 	}
 }

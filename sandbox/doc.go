@@ -1,7 +1,22 @@
-// Package sandbox runs a tenant's in-process work with that tenant's
-// identity: per-tenant privilege separation on locked OS threads, in the
-// manner of Apache's mod_process_security. It knows nothing of HTTP or TOML;
-// package host calls Tenant.Run from the request path.
+// Package sandbox gives a tenant's in-process work that tenant's identity
+// where the kernel checks it: per file operation through the tenant's file
+// gate (FS) and an io_uring personality (ModeUring), or on locked OS threads
+// switched to the tenant, in the manner of Apache's mod_process_security
+// (the thread modes). It knows nothing of HTTP or TOML; package host calls
+// Tenant.Run from the request path and does every file operation for a
+// tenant through the tenant's FS.
+//
+// # The file gate
+//
+// An FS confines names to a fixed list of root directories and resolves
+// them with openat2(RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS) relative to the
+// roots' descriptors; opens refuse FIFOs, sockets and devices. In ModeUring
+// each operation is submitted to an io_uring ring (sandbox/internal/uring,
+// a server-wide pool: Rings) naming the tenant's personality, the
+// credentials of a thread switched to the tenant, registered once when the
+// Tenant is made (from a throwaway locked thread that is then destroyed) and
+// unregistered by Close; in the other modes the operations are syscalls on
+// the calling thread. ProbeURing tells whether io_uring is usable here.
 //
 // # The mechanism
 //
@@ -47,7 +62,7 @@
 //
 // # Modes
 //
-// ModeNone and ModeSuexec run fn directly. ModeThread keeps a per-tenant
+// ModeNone, ModeSuexec and ModeUring run fn directly. ModeThread keeps a per-tenant
 // pool of locked threads switched once for their whole life (none while
 // idle; at most MaxWorkers; idle ones exit after IdleTimeout; a worker never
 // serves another tenant). ModeThreadPerRequest switches a fresh thread for

@@ -218,6 +218,42 @@ func checkModesAsServerUser(srvUID uint32, fx fixture, fail func(string, ...any)
 			tn.Close()
 		}
 	}
+	// Mode uring: the personality registered by a server user that holds
+	// CAP_SETUID/CAP_SETGID is the tenant's, without capabilities.
+	rings, err := sandbox.NewRings(1)
+	if err != nil {
+		return // io_uring unusable here: nothing more to check
+	}
+	defer rings.Close()
+	rel := func(p string) string { r, _ := filepath.Rel(fx.base, p); return r }
+	for _, who := range []struct {
+		id                 identity
+		own, other, other2 string
+	}{{tenantA, fx.aShared, fx.bShared, fx.bSecret}, {tenantB, fx.bShared, fx.aShared, fx.aSecret}} {
+		tn, err := sandbox.NewTenant(sandbox.Options{Mode: sandbox.ModeUring, Identity: who.id.sandbox(), Rings: rings})
+		if err != nil {
+			fail("uring NewTenant: %v", err)
+			continue
+		}
+		g, err := tn.NewFS(fx.base)
+		if err != nil {
+			fail("uring NewFS: %v", err)
+			tn.Close()
+			continue
+		}
+		f, ownErr := g.Open(rel(who.own))
+		if ownErr == nil {
+			f.Close()
+		}
+		_, otherErr := g.Open(rel(who.other))
+		_, other2Err := g.Open(rel(who.other2))
+		_, rootErr := g.OpenFile(rel(filepath.Join(fx.rootDir, "x")), os.O_WRONLY|os.O_CREATE, 0o644)
+		if ownErr != nil || !errors.Is(otherErr, unix.EACCES) || !errors.Is(other2Err, unix.EACCES) || !errors.Is(rootErr, unix.EACCES) {
+			fail("uring uid %d: own %v, other %v, other dir %v, root dir %v", who.id.uid, ownErr, otherErr, other2Err, rootErr)
+		}
+		g.Close()
+		tn.Close()
+	}
 }
 
 // startSleeper starts a process running as cred and returns its pid.

@@ -27,22 +27,43 @@ const (
 	// ModeInline switches the calling goroutine's own locked thread to the
 	// tenant, runs fn, switches back and verifies before unlocking.
 	ModeInline Mode = "inline"
+	// ModeUring runs fn directly, with no thread hand-off and no
+	// credential switch, and checks the tenant's identity per file
+	// operation instead: its file gate (Tenant.NewFS) submits every
+	// operation to an io_uring ring naming the tenant's personality, its
+	// credentials registered once when the Tenant is made.
+	ModeUring Mode = "uring"
+	// ModeAuto is a configuration choice, not a mode a Tenant runs in:
+	// ModeUring where ProbeURing passes, else ModeThread (see AutoMode).
+	ModeAuto Mode = "auto"
 )
 
-// ParseMode parses a mode name as written in configuration.
-func ParseMode(s string) (Mode, error) {
-	switch m := Mode(s); m {
-	case ModeNone, ModeSuexec, ModeThread, ModeThreadPerRequest, ModeInline:
-		return m, nil
-	}
-	return "", fmt.Errorf("sandbox: unknown mode %q (want none, suexec, thread, thread-per-request or inline)", s)
+// Modes lists the modes a Tenant runs in, in the order the documentation
+// presents them.
+func Modes() []Mode {
+	return []Mode{ModeNone, ModeSuexec, ModeUring, ModeThread, ModeThreadPerRequest, ModeInline}
 }
 
-// Switches reports whether m runs in-process work with the tenant's
-// effective identity (thread, thread-per-request, inline).
+// ParseMode parses a mode name as written in configuration; "auto" is not
+// one (resolve it with AutoMode first).
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case ModeNone, ModeSuexec, ModeUring, ModeThread, ModeThreadPerRequest, ModeInline:
+		return m, nil
+	}
+	return "", fmt.Errorf("sandbox: unknown mode %q (want none, suexec, uring, thread, thread-per-request or inline)", s)
+}
+
+// Switches reports whether m runs in-process work on a thread switched to
+// the tenant's effective identity (thread, thread-per-request, inline).
 func (m Mode) Switches() bool {
 	return m == ModeThread || m == ModeThreadPerRequest || m == ModeInline
 }
+
+// ChecksTenant reports whether the kernel checks m's in-process file
+// operations against the tenant's identity: the switching modes and
+// ModeUring.
+func (m Mode) ChecksTenant() bool { return m.Switches() || m == ModeUring }
 
 // NeedsPrivileges reports whether the server must keep CAP_SETUID and
 // CAP_SETGID for a tenant in mode m: every mode but none switches credentials
@@ -74,6 +95,12 @@ type Options struct {
 	IdleTimeout time.Duration
 	// Logger receives worker lifecycle and failure logs; nil discards them.
 	Logger *slog.Logger
+	// Rings are the server's io_uring rings; required for ModeUring, on
+	// which NewTenant registers the tenant's personality.
+	Rings *Rings
+	// Dirs, when set, shares the root directories of the tenant's gates
+	// (NewFS) with other tenants' gates using the same directories.
+	Dirs *Dirs
 }
 
 // Defaults for Options.
@@ -129,6 +156,9 @@ var (
 	// ErrGoexit is returned by Run in the thread modes when fn called
 	// runtime.Goexit; its thread was discarded.
 	ErrGoexit = errors.New("sandbox: tenant function called runtime.Goexit")
+	// ErrNoRings is returned by NewTenant for ModeUring without
+	// Options.Rings.
+	ErrNoRings = errors.New("sandbox: mode uring needs the server's io_uring rings (Options.Rings)")
 	// ErrAllThreadsUnsupported is returned by DropPrivileges when the binary
 	// cannot run a syscall on every thread (a cgo build): the bounding set
 	// and server user change need it. Nothing was changed.

@@ -17,6 +17,8 @@ import (
 type Tenant struct {
 	mode        Mode
 	id          Identity
+	pers        *personality // ModeUring: the tenant's credentials on the rings
+	dirs        *Dirs        // shared gate roots, or nil
 	maxWorkers  int
 	idleTimeout time.Duration
 	logger      *slog.Logger
@@ -65,7 +67,7 @@ func NewTenant(opts Options) (*Tenant, error) {
 	if _, err := ParseMode(string(mode)); err != nil {
 		return nil, err
 	}
-	if mode.Switches() {
+	if mode.ChecksTenant() {
 		if !switchSupported {
 			return nil, ErrUnsupported
 		}
@@ -88,6 +90,7 @@ func NewTenant(opts Options) (*Tenant, error) {
 		maxWorkers:  opts.MaxWorkers,
 		idleTimeout: opts.IdleTimeout,
 		logger:      opts.Logger,
+		dirs:        opts.Dirs,
 	}
 	if t.maxWorkers == 0 {
 		t.maxWorkers = DefaultMaxWorkers
@@ -99,6 +102,15 @@ func NewTenant(opts Options) (*Tenant, error) {
 		t.logger = slog.New(slog.DiscardHandler)
 	}
 	t.logger = t.logger.With("sandbox_mode", string(mode), "uid", t.id.UID, "gid", t.id.GID)
+	if mode == ModeUring {
+		if opts.Rings == nil {
+			return nil, ErrNoRings
+		}
+		var err error
+		if t.pers, err = opts.Rings.registerPersonality(&t.id); err != nil {
+			return nil, err
+		}
+	}
 	return t, nil
 }
 
@@ -127,7 +139,7 @@ func (t *Tenant) Run(ctx context.Context, fn func()) error {
 	case ModeThreadPerRequest:
 		return t.runThreadPerRequest(fn)
 	}
-	// inline, none, suexec: fn runs on the calling goroutine.
+	// inline, uring, none, suexec: fn runs on the calling goroutine.
 	if t.closed.Load() {
 		return ErrClosed
 	}
@@ -142,7 +154,9 @@ func (t *Tenant) Run(ctx context.Context, fn func()) error {
 
 // Close makes idle workers exit at once and busy ones after their current
 // fn, and fails jobs still waiting for a worker with ErrClosed. Later Runs
-// return ErrClosed. Close does not wait for threads to exit.
+// return ErrClosed. In ModeUring it unregisters the tenant's personality
+// from the rings once no file operation uses it; the tenant's gates fail
+// with ErrFSClosed afterwards. Close does not wait for threads to exit.
 func (t *Tenant) Close() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -150,6 +164,11 @@ func (t *Tenant) Close() {
 		return
 	}
 	t.closed.Store(true)
+	if t.pers != nil {
+		if err := t.pers.close(); err != nil {
+			t.logger.Error("sandbox: unregistering the io_uring personality", "err", err)
+		}
+	}
 	for _, w := range t.idle {
 		w.jobs <- nil
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
+	"os"
 	"time"
 )
 
@@ -96,10 +98,13 @@ type Result struct {
 func (r Result) Done() bool { return r.Status != 0 }
 
 // Engine runs hook scripts of one language for one tenant. Run may be
-// called concurrently; each call uses its own VM from the tenant's pool,
-// and no VM is ever shared with another tenant. Run executes on the
-// caller's goroutine (which host has locked to a thread carrying the
-// tenant's identity) and never starts goroutines.
+// called concurrently; each call uses a VM of its own for the run, from
+// the tenant's pool or from a pool shared by many tenants: a run executes
+// the tenant's compiled script in a fresh environment with the tenant's
+// limits, file gate and shared dictionary, and leaves nothing of the
+// tenant in the VM. Run executes on the caller's goroutine (in the thread
+// modes one host has locked to a thread carrying the tenant's identity)
+// and never starts goroutines.
 type Engine interface {
 	// Run runs the script file path (absolute) in phase for req. The
 	// script is compiled once and recompiled when the file changes; a
@@ -111,6 +116,35 @@ type Engine interface {
 	Check(path string) error
 	// Close frees the tenant's VMs. Run must not be called after Close.
 	Close() error
+}
+
+// FS is how an engine reaches files for a tenant; host passes the
+// tenant's *sandbox.FS, which confines names to the tenant's directories
+// and has the kernel check each operation against the tenant's identity.
+// Implementations must be safe for concurrent use.
+type FS interface {
+	OpenFile(name string, flag int, perm os.FileMode) (*os.File, error)
+	Stat(name string) (fs.FileInfo, error)
+	Remove(name string) error
+	Rename(oldname, newname string) error
+}
+
+// ErrNoFS is the error of every file operation of an engine whose Config
+// has no FS.
+var ErrNoFS = errors.New("scripting: no file access configured")
+
+// noFS is the FS of a Config without one: it refuses everything.
+type noFS struct{}
+
+func (noFS) OpenFile(name string, flag int, perm os.FileMode) (*os.File, error) {
+	return nil, &fs.PathError{Op: "open", Path: name, Err: ErrNoFS}
+}
+func (noFS) Stat(name string) (fs.FileInfo, error) {
+	return nil, &fs.PathError{Op: "stat", Path: name, Err: ErrNoFS}
+}
+func (noFS) Remove(name string) error { return &fs.PathError{Op: "remove", Path: name, Err: ErrNoFS} }
+func (noFS) Rename(oldname, newname string) error {
+	return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: ErrNoFS}
 }
 
 // Limits bound one hook run. The zero value uses the defaults.
@@ -133,6 +167,10 @@ type Config struct {
 	// HookDir confines require/load of modules (the vhost's hook
 	// directory). Empty: require is not available.
 	HookDir string
+	// FS is the tenant's file gate: hook and module sources are read, and
+	// the Lua io and os functions work, only through it. nil: no file
+	// access at all (every hook fails to load).
+	FS FS
 	// Shared is the tenant's shared dictionary (hostd.shared); nil: a
 	// private one is made.
 	Shared *SharedDict

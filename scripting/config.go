@@ -14,7 +14,8 @@ const (
 )
 
 // WithDefaults returns c with every zero field set to its default: the
-// limits above, a private shared dictionary and a discarding logger.
+// limits above, a private shared dictionary, a discarding logger and no
+// file access.
 func (c Config) WithDefaults() Config {
 	if c.Limits.Timeout <= 0 {
 		c.Limits.Timeout = DefaultTimeout
@@ -33,6 +34,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.FS == nil {
+		c.FS = noFS{}
 	}
 	return c
 }

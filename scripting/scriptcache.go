@@ -14,15 +14,17 @@ import (
 // MaxScriptSize bounds a hook or module file.
 const MaxScriptSize = 4 << 20
 
-// ReadScript reads a hook file of at most MaxScriptSize bytes, opened with
-// OpenFile (a regular file, never a FIFO, a /proc magic link or a kernel
-// file); errors are *ScriptError.
-func ReadScript(path string) ([]byte, error) {
-	f, err := OpenFile(path, os.O_RDONLY)
+// ReadScript reads a hook file of at most MaxScriptSize bytes through the
+// tenant's file gate; errors are *ScriptError.
+func ReadScript(fsys FS, path string) ([]byte, error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, &ScriptError{File: path, Msg: "cannot open hook", Err: err}
 	}
 	defer f.Close()
+	if err := CheckHookFile(f); err != nil {
+		return nil, &ScriptError{File: path, Msg: "cannot open hook", Err: err}
+	}
 	src, err := io.ReadAll(io.LimitReader(f, MaxScriptSize+1))
 	if err != nil {
 		return nil, &ScriptError{File: path, Msg: "cannot read hook", Err: err}
@@ -31,6 +33,27 @@ func ReadScript(path string) ([]byte, error) {
 		return nil, &ScriptError{File: path, Msg: fmt.Sprintf("hook is larger than %d bytes", MaxScriptSize)}
 	}
 	return src, nil
+}
+
+// errNotHookFile is why CheckHookFile refused a file; it is a permission
+// error.
+var errNotHookFile error = &notHookFileError{}
+
+type notHookFileError struct{}
+
+func (*notHookFileError) Error() string        { return "not a regular file a hook may open" }
+func (*notHookFileError) Is(target error) bool { return target == os.ErrPermission }
+
+// checkRegular refuses f unless it is a regular file.
+func checkRegular(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return &os.PathError{Op: "open", Path: f.Name(), Err: errNotHookFile}
+	}
+	return nil
 }
 
 // ErrNeverCompiled wraps the error of a hook file that has no compiled
@@ -92,17 +115,22 @@ type cachedScript[T any] struct {
 	badSize    int64
 }
 
-// Load returns the cached form of the hook file path. When the file
-// changed since (or was never loaded), compile makes it anew; when that
-// fails, or the file cannot be read any more, and an older form is
-// cached, the error is logged once per file version (as "<lang> hook has
-// an error; still using the previous version") and the older form is
-// returned. Without an older form the error wraps ErrNeverCompiled.
-func (c *ScriptCache[T]) Load(path string, log *slog.Logger, lang string, compile func() (T, error)) (T, error) {
+// Load returns the cached form of the hook file path, which it stats
+// through the tenant's file gate fsys. When the file changed since (or was
+// never loaded), compile makes it anew; when that fails, or the file cannot
+// be read any more, and an older form is cached, the error is logged once
+// per file version (as "<lang> hook has an error; still using the previous
+// version") and the older form is returned. Without an older form the
+// error wraps ErrNeverCompiled.
+func (c *ScriptCache[T]) Load(fsys FS, path string, log *slog.Logger, lang string, compile func() (T, error)) (T, error) {
 	var zero T
-	mt, size, statErr := statFile(path)
+	var mt time.Time
+	var size int64
+	fi, statErr := fsys.Stat(path)
 	if statErr != nil {
 		mt, size = time.Time{}, -1 // a version of its own: "missing"
+	} else {
+		mt, size = fi.ModTime(), fi.Size()
 	}
 	c.mu.RLock()
 	s := c.m[path]

@@ -93,7 +93,11 @@ type Server struct {
 	StateDir string `toml:"state_dir"`
 	// VHosts is a glob of per-tenant files (default "vhosts.d/*.toml").
 	VHosts string `toml:"vhosts"`
-	// DefaultSandbox is the sandbox mode of vhosts that set none (default "none").
+	// DefaultSandbox is the sandbox mode of vhosts that set none: none,
+	// suexec, uring, thread, thread-per-request, inline or auto (uring
+	// where io_uring works, else thread). Default: "auto" when hostd runs
+	// with CAP_SETUID and CAP_SETGID (root), applied to the vhosts that
+	// name a user (the others keep "none"); else "none".
 	DefaultSandbox string `toml:"default_sandbox"`
 	// AccessLog is the combined-format access log; "-" is stderr, "" is off.
 	AccessLog string `toml:"access_log"`
@@ -273,6 +277,10 @@ type VHost struct {
 	DirectoryListing bool `toml:"directory_listing"`
 	// Sandbox overrides server.default_sandbox.
 	Sandbox string `toml:"sandbox"`
+	// IORoots are further directories (relative to the vhost file) the
+	// Lua io and os functions may reach, besides the document root and
+	// the hook directories.
+	IORoots []string `toml:"io_roots"`
 	// ErrorLog receives the tenant's hook and CGI errors (default: the
 	// server's log).
 	ErrorLog string `toml:"error_log"`
@@ -309,8 +317,10 @@ type VHost struct {
 	UID    uint32   // resolved User (0 when User is "")
 	GID    uint32   // resolved Group
 	Groups []uint32 // supplementary groups: none (a tenant gets only its gid)
-	Mode   string   // effective sandbox mode
-	line   int      // line of server_name
+	Mode   string   // effective sandbox mode ("auto" resolved)
+	// AutoSandbox is true when Mode was chosen by "auto".
+	AutoSandbox bool
+	line        int // line of server_name
 	// aliasLine is the line of aliases (0 when absent).
 	aliasLine int
 }
@@ -342,6 +352,8 @@ type Config struct {
 	Sessions Sessions
 
 	mainLoc *locator // key positions in the main file (ServerKeyPos)
+	// implicitSandbox is true when the main file sets no default_sandbox.
+	implicitSandbox bool
 }
 
 // MinUID returns server.min_uid or its default.

@@ -23,8 +23,13 @@ func (v *VHost) Identities(server string) Work {
 	tenant := fmt.Sprintf("uid %d gid %d", v.UID, v.GID)
 	var w Work
 	inProcess := tenant
-	if v.Mode == "none" || v.Mode == "suexec" {
+	switch v.Mode {
+	case "none", "suexec":
 		inProcess = server
+	case "uring":
+		// In-process work runs on the server's threads; every file
+		// operation it does is checked by the kernel as the tenant.
+		inProcess = tenant + " (file operations, io_uring personality)"
 	}
 	w.Static = inProcess
 	w.Hooks, w.CGI = "-", "-"

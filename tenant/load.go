@@ -21,9 +21,6 @@ import (
 // relative to the main file.
 const DefaultStateDir = "state"
 
-// Modes returns the sandbox modes, in the order the docs present them.
-func Modes() []string { return []string{"none", "suexec", "thread", "thread-per-request", "inline"} }
-
 // switching reports whether mode runs tenant code with the tenant's identity
 // in-process (or, for suexec, in CGI children).
 func switching(mode string) bool { return mode != "none" }
@@ -75,7 +72,7 @@ func LoadPartial(path string) (*Config, []*Broken, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("config %s: %w", path, err)
 	}
-	l := &loader{privileged: sandbox.Privileged()}
+	l := &loader{privileged: sandbox.Privileged(), env: new(sandboxEnv)}
 	cfg := l.loadMain(abs)
 	if cfg == nil {
 		return nil, nil, l.errs
@@ -92,7 +89,7 @@ func LoadPartial(path string) (*Config, []*Broken, error) {
 	vs := make([]*VHost, len(files))
 	errs := make([]ErrorList, len(files))
 	for i, f := range files {
-		vl := &loader{privileged: l.privileged}
+		vl := &loader{privileged: l.privileged, env: l.env}
 		vs[i] = vl.loadVHost(cfg, f)
 		errs[i] = vl.errs
 	}
@@ -123,6 +120,7 @@ type loader struct {
 	// privileged: the process could switch identities, so tenant code
 	// running as the server would run with that power (checkRunAsServer).
 	privileged bool
+	env        *sandboxEnv // shared by the main file's and the vhost files' loaders
 	errs       ErrorList
 	mainLoc    *locator
 	locs       map[string]*locator
@@ -226,11 +224,14 @@ func (l *loader) loadMain(file string) *Config {
 	if s.VHosts == "" {
 		s.VHosts = "vhosts.d/*.toml"
 	}
-	if s.DefaultSandbox == "" {
-		s.DefaultSandbox = "none"
+	implicitSandbox := s.DefaultSandbox == ""
+	if implicitSandbox {
+		s.DefaultSandbox = defaultSandbox()
 	}
 	if !slices.Contains(Modes(), s.DefaultSandbox) {
 		l.add(file, line("default_sandbox"), "default_sandbox %q: want one of %s", s.DefaultSandbox, strings.Join(Modes(), ", "))
+	} else if _, msg := l.env.resolveMode(s.DefaultSandbox, "default_sandbox"); msg != "" {
+		l.add(file, line("default_sandbox"), "%s", msg)
 	}
 	if s.ReadHeaderTimeout == 0 {
 		s.ReadHeaderTimeout = Duration(10e9)
@@ -274,7 +275,8 @@ func (l *loader) loadMain(file string) *Config {
 		s.TLSProfile = TLSIntermediate
 	}
 	dir := filepath.Dir(file)
-	cfg := &Config{File: file, Server: *s, Dir: dir, StateDir: rel(dir, s.StateDir), VHostGlob: rel(dir, s.VHosts), mainLoc: loc}
+	cfg := &Config{File: file, Server: *s, Dir: dir, StateDir: rel(dir, s.StateDir), VHostGlob: rel(dir, s.VHosts), mainLoc: loc,
+		implicitSandbox: implicitSandbox}
 	if s.AccessLog != "" && s.AccessLog != "-" {
 		cfg.AccessLog = rel(dir, s.AccessLog)
 	} else {
@@ -363,11 +365,21 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 	}
 
 	v.Mode = v.Sandbox
-	if v.Mode == "" {
+	switch {
+	case v.Mode == "" && cfg.implicitSandbox && v.User == "":
+		v.Mode = "none" // the implicit "auto" isolates only vhosts that name a user
+	case v.Mode == "":
 		v.Mode = cfg.Server.DefaultSandbox
-	} else if !slices.Contains(Modes(), v.Mode) {
+	case !slices.Contains(Modes(), v.Mode):
 		l.add(file, line("sandbox"), "sandbox %q: want one of %s", v.Mode, strings.Join(Modes(), ", "))
 	}
+	v.AutoSandbox = v.Mode == "auto"
+	mode, msg := l.env.resolveMode(v.Mode, "sandbox")
+	if msg != "" && v.Sandbox != "" { // a default_sandbox error is reported once, on the main file
+		l.add(file, line("sandbox"), "%s", msg)
+	}
+	named := v.Mode // as configured, for messages
+	v.Mode = mode
 	if v.User != "" {
 		uid, gid, err := resolveIdentity(v.User, v.Group)
 		if err != nil {
@@ -380,11 +392,19 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 	if switching(v.Mode) && len(l.errs) == n {
 		switch {
 		case v.User == "":
-			l.add(file, v.line, "sandbox %q needs user (the tenant's user name or uid)", v.Mode)
+			l.add(file, v.line, "sandbox %q needs user (the tenant's user name or uid)", named)
 		case v.UID == 0 || v.GID == 0:
-			l.add(file, line("user"), "sandbox %q refuses uid/gid 0: a tenant must not run as root", v.Mode)
+			l.add(file, line("user"), "sandbox %q refuses uid/gid 0: a tenant must not run as root", named)
 		case int64(v.UID) < cfg.MinUID():
 			l.add(file, line("user"), "uid %d is below server.min_uid %d", v.UID, cfg.MinUID())
+		}
+	}
+	for i, r := range v.IORoots {
+		v.IORoots[i] = rel(dir, r)
+		if fi, err := os.Stat(v.IORoots[i]); err != nil {
+			l.add(file, line("io_roots"), "io_roots %s: %v", v.IORoots[i], unwrapPath(err))
+		} else if !fi.IsDir() {
+			l.add(file, line("io_roots"), "io_roots %s is not a directory", v.IORoots[i])
 		}
 	}
 	l.checkRunAsServer(cfg, file, loc, v)

@@ -3,8 +3,11 @@ package tenant
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hostd/hostd/sandbox"
 )
 
 // writeTree writes files (path -> content) under a new temp dir and makes
@@ -77,8 +80,42 @@ path = "/admin/*"
 	if cfg.AccessLog != filepath.Join(dir, "logs/access.log") || cfg.StateDir != filepath.Join(dir, "state") {
 		t.Errorf("paths: %s %s", cfg.AccessLog, cfg.StateDir)
 	}
-	if a.Mode != "none" || cfg.Lookup("nobody.example") != nil {
-		t.Errorf("mode %s", a.Mode)
+	// No default_sandbox: "auto" for a vhost with a user when hostd can
+	// switch identities (root), "none" otherwise and for vhosts without.
+	wantMode, wantAuto := "none", false
+	if sandbox.CanSwitch() == nil {
+		m, _ := sandbox.AutoMode()
+		wantMode, wantAuto = string(m), true
+	}
+	if a.Mode != wantMode || a.AutoSandbox != wantAuto || cfg.Lookup("nobody.example") != nil {
+		t.Errorf("mode %s (auto %v), want %s (auto %v)", a.Mode, a.AutoSandbox, wantMode, wantAuto)
+	}
+	if b := cfg.Lookup("bob.example"); b.Mode != "none" || b.AutoSandbox {
+		t.Errorf("vhost without user: mode %s (auto %v), want none", b.Mode, b.AutoSandbox)
+	}
+}
+
+func TestLoadSandboxKeys(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"hostd.toml": mainOK + "default_sandbox = \"auto\"\n",
+		"vhosts.d/alice.toml": "server_name = \"alice.example\"\nroot = \"../public\"\nuser = \"31001\"\n" +
+			"io_roots = [\"../other\", \"/tmp\"]\n",
+		"vhosts.d/bob.toml": "server_name = \"bob.example\"\nroot = \"../other\"\nuser = \"31002\"\nsandbox = \"inline\"\n",
+	})
+	cfg, err := Load(filepath.Join(dir, "hostd.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := cfg.Lookup("alice.example"), cfg.Lookup("bob.example")
+	auto, _ := sandbox.AutoMode()
+	if a.Mode != string(auto) || !a.AutoSandbox {
+		t.Errorf("alice: mode %s (auto %v), want %s chosen by auto", a.Mode, a.AutoSandbox, auto)
+	}
+	if b.Mode != "inline" || b.AutoSandbox {
+		t.Errorf("bob: mode %s (auto %v), want inline", b.Mode, b.AutoSandbox)
+	}
+	if want := []string{filepath.Join(dir, "other"), "/tmp"}; !slices.Equal(a.IORoots, want) {
+		t.Errorf("io_roots %v, want %v", a.IORoots, want)
 	}
 }
 
@@ -116,6 +153,19 @@ func TestLoadErrors(t *testing.T) {
 			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\n",
 			"vhosts.d/b.toml": "server_name = \"b.example\"\naliases = [\"A.example\"]\nroot = \"../public\"\n",
 		}, "vhosts.d/b.toml", 2, `"a.example" is already claimed by`},
+		{"explicit auto needs a user", map[string]string{
+			"hostd.toml":      mainOK + "default_sandbox = \"auto\"\n",
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\n",
+		}, "vhosts.d/a.toml", 1, `sandbox "auto" needs user`},
+		{"unknown sandbox", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\nuser = \"31001\"\nsandbox = \"jail\"\n",
+		}, "vhosts.d/a.toml", 4, `sandbox "jail": want one of none, suexec, uring, thread, thread-per-request, inline, auto`},
+		{"missing io_roots", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\nio_roots = [\"../data\"]\n",
+		}, "vhosts.d/a.toml", 3, "io_roots"},
+		{"io_roots is a file", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\nio_roots = [\"../hooks/x.lua\"]\n", "hooks/x.lua": "",
+		}, "vhosts.d/a.toml", 3, "is not a directory"},
 		{"unreadable cert", map[string]string{
 			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\ntls_cert = \"c.pem\"\ntls_key = \"c.key\"\n",
 		}, "vhosts.d/a.toml", 3, "tls_cert"},

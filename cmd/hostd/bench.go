@@ -21,7 +21,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("hostd bench", flag.ContinueOnError)
 	var o bench.Options
 	var rates, out string
-	var runScalability bool
+	var runScalability, runMemory bool
+	var memModes string
 	fs.BoolVar(&o.Quick, "quick", false, "short matrix, under a minute on 2 cores")
 	fs.StringVar(&o.Cells, "cells", "", "cells to run, comma-separated globs over handler/mode/transport or sweep/handler/mode (e.g. \"lua,*/inline/https,sweep\")")
 	fs.DurationVar(&o.Duration, "duration", 0, "measured time per closed-loop cell (default 1.5s, --quick 0.5s)")
@@ -38,6 +39,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.Keep, "keep", false, "keep the temp dir with the generated setup")
 	fs.StringVar(&o.PerfDir, "perf", "", "record a perf profile of the server per closed-loop cell into `DIR` (needs perf)")
 	fs.BoolVar(&runScalability, "scalability", false, "the overload study: emulated TLS clients with think time and timeouts, swept past saturation, admission control on and off (see docs/overload.md)")
+	fs.BoolVar(&runMemory, "memory", false, "the memory study: --tenants tenants (default 10000), each with its own uid and a warm hook, per mode in --modes; RSS and threads of hostd serve")
+	fs.StringVar(&memModes, "modes", "uring,thread", "--memory: sandbox modes, comma-separated")
 	var sc scalability.Options
 	var clients string
 	fs.StringVar(&clients, "clients", "", "--scalability: client counts, comma-separated (default: doubling from 32 up to 4x saturation)")
@@ -48,6 +51,15 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	}
 	if runScalability {
 		return cmdScalability(sc, clients, o, out, stdout, stderr)
+	}
+	if runMemory {
+		mo := memoryOptions{binary: o.Hostd, tenants: o.Tenants, conns: o.Conns}
+		for _, m := range strings.Split(memModes, ",") {
+			if m = strings.TrimSpace(m); m != "" {
+				mo.modes = append(mo.modes, m)
+			}
+		}
+		return cmdMemory(mo, stdout, stderr)
 	}
 	for _, f := range strings.Split(rates, ",") {
 		if f = strings.TrimSpace(f); f == "" {

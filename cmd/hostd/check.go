@@ -33,7 +33,7 @@ func printVHosts(cfg *tenant.Config, stdout, stderr io.Writer) {
 			w.CGI += " " + limitsText(v.Limits.CGIContainment())
 		}
 		fmt.Fprintf(stdout, "%s\taliases=%d\tsandbox=%s\t%s\troot=%s\tcert=%s\ttls=%s\thooks=%d\tstatic: %s\thook code: %s\tcgi: %s\n",
-			v.ServerName, len(v.Aliases), v.Mode, ident, v.Root, certSrc, v.TLSProfile, len(v.Hooks), w.Static, w.Hooks, w.CGI)
+			v.ServerName, len(v.Aliases), modeLabel(v), ident, v.Root, certSrc, v.TLSProfile, len(v.Hooks), w.Static, w.Hooks, w.CGI)
 		switch {
 		case len(w.AsServer) > 0 && privileged:
 			fmt.Fprintf(stderr, "WARNING: %s (%s): %s run as the %s: tenant code can read and write whatever hostd can, "+

@@ -196,6 +196,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	printVHosts(cfg, stdout, stderr)
 	printContainment(cfg, stdout, stderr)
+	printSandboxReport(stdout)
 	if len(broken) > 0 || lerr != nil {
 		fmt.Fprintf(stdout, "%s: %d vhosts ok, %d vhost files with errors\n", cfg.File, len(cfg.VHosts), len(broken))
 		return exitError
@@ -268,6 +269,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 			logger.Error("vhost file not served: it has errors", "file", b.File, "errors", len(b.Errs))
 		}
 	}
+	logSandbox(cfg, logger)
 	srv, err := host.New(cfg, host.Options{Logger: logger, SkipBroken: *skip, Broken: broken, Build: buildInfo()})
 	if err != nil {
 		logger.Error("start", "err", err)

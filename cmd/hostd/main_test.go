@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hostd/hostd/sandbox"
 )
 
 func TestCheckCommand(t *testing.T) {
@@ -13,7 +15,9 @@ func TestCheckCommand(t *testing.T) {
 	if code := run([]string{"check", "--config", "../../examples/hostd.toml"}, &out, &errb); code != 0 {
 		t.Fatalf("check examples: exit %d\n%s", code, errb.String())
 	}
-	for _, want := range []string{"alice.example\t", "sandbox=thread\tuid 31001 gid 31001", "bob.example\t", "sandbox=inline", "ok, 2 vhosts"} {
+	auto, _ := sandbox.AutoMode()
+	for _, want := range []string{"alice.example\t", "sandbox=auto:" + string(auto) + "\tuid 31001 gid 31001", "bob.example\t",
+		"sandbox=auto:" + string(auto) + "\tuid 31002", "sandbox uring: ", "sandbox auto: chooses " + string(auto), "ok, 2 vhosts"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("check output lacks %q:\n%s", want, out.String())
 		}

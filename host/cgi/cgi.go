@@ -61,6 +61,9 @@ type Config struct {
 	MaxBody int64
 	// Spawner starts the scripts. Required.
 	Spawner *sandbox.Spawner
+	// FS is the vhost's file gate, whose first root is Root: script
+	// lookups and the suEXEC checks go through it. Required.
+	FS *sandbox.FS
 	// Identity is the tenant's identity; nil runs scripts with the server's
 	// identity (sandbox mode "none").
 	Identity *sandbox.Identity
@@ -106,6 +109,7 @@ type Handler struct {
 	timeout    time.Duration
 	maxBody    int64
 	spawner    *sandbox.Spawner
+	fs         *sandbox.FS
 	id         *sandbox.Identity
 	suexec     bool
 	minUID     uint32
@@ -131,6 +135,9 @@ const (
 func New(cfg Config) (*Handler, error) {
 	if cfg.Spawner == nil {
 		return nil, errors.New("cgi: config: Spawner is required")
+	}
+	if cfg.FS == nil {
+		return nil, errors.New("cgi: config: FS is required")
 	}
 	if cfg.Root == "" || !filepath.IsAbs(cfg.Root) {
 		return nil, fmt.Errorf("cgi: config: Root %q must be an absolute path", cfg.Root)
@@ -166,6 +173,7 @@ func New(cfg Config) (*Handler, error) {
 		timeout:    cfg.Timeout,
 		maxBody:    cfg.MaxBody,
 		spawner:    cfg.Spawner,
+		fs:         cfg.FS,
 		suexec:     cfg.SuEXEC,
 		minUID:     cfg.MinUID,
 		logger:     cfg.Logger,

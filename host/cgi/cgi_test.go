@@ -129,6 +129,7 @@ func (v *vhost) script(name, body string, owner uint32) string {
 func (v *vhost) config(s *sandbox.Spawner, id *sandbox.Identity) Config {
 	return Config{
 		Root:         v.root,
+		FS:           gate(v.t, v.root),
 		Extensions:   []string{".cgi", ".pl"},
 		Interpreters: map[string]string{".php": "/usr/bin/php-cgi"},
 		Spawner:      s,
@@ -137,6 +138,18 @@ func (v *vhost) config(s *sandbox.Spawner, id *sandbox.Identity) Config {
 		Logger:       slog.New(slog.NewTextHandler(v.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		ErrorLog:     v.errorLog,
 	}
+}
+
+// gate returns a file gate over root with the test's identity, closed
+// when the test ends.
+func gate(t testing.TB, root string) *sandbox.FS {
+	t.Helper()
+	g, err := sandbox.NewDirectFS(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
 }
 
 func newSpawner(t testing.TB) *sandbox.Spawner {
@@ -665,7 +678,7 @@ func TestResolve(t *testing.T) {
 		}
 	}
 	sp := &sandbox.Spawner{} // never started: Resolve does not spawn
-	h, err := New(Config{Root: root, Spawner: sp, Extensions: []string{".cgi"}, Interpreters: map[string]string{".php": "/usr/bin/php-cgi"}})
+	h, err := New(Config{Root: root, FS: gate(t, root), Spawner: sp, Extensions: []string{".cgi"}, Interpreters: map[string]string{".php": "/usr/bin/php-cgi"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -708,17 +721,19 @@ func TestResolve(t *testing.T) {
 
 func TestNewErrors(t *testing.T) {
 	sp := &sandbox.Spawner{}
+	g := gate(t, t.TempDir())
 	tests := []struct {
 		name string
 		cfg  Config
 	}{
-		{"no spawner", Config{Root: "/srv"}},
-		{"relative root", Config{Root: "srv", Spawner: sp}},
-		{"suexec without identity", Config{Root: "/srv", Spawner: sp, SuEXEC: true}},
-		{"identity without suexec", Config{Root: "/srv", Spawner: sp, Identity: &alice}},
-		{"bad extension", Config{Root: "/srv", Spawner: sp, Extensions: []string{"cgi"}}},
-		{"relative interpreter", Config{Root: "/srv", Spawner: sp, Interpreters: map[string]string{".php": "php-cgi"}}},
-		{"extension twice", Config{Root: "/srv", Spawner: sp, Extensions: []string{".php"}, Interpreters: map[string]string{".php": "/usr/bin/php-cgi"}}},
+		{"no spawner", Config{Root: "/srv", FS: g}},
+		{"no gate", Config{Root: "/srv", Spawner: sp}},
+		{"relative root", Config{Root: "srv", Spawner: sp, FS: g}},
+		{"suexec without identity", Config{Root: "/srv", Spawner: sp, FS: g, SuEXEC: true}},
+		{"identity without suexec", Config{Root: "/srv", Spawner: sp, FS: g, Identity: &alice}},
+		{"bad extension", Config{Root: "/srv", Spawner: sp, FS: g, Extensions: []string{"cgi"}}},
+		{"relative interpreter", Config{Root: "/srv", Spawner: sp, FS: g, Interpreters: map[string]string{".php": "php-cgi"}}},
+		{"extension twice", Config{Root: "/srv", Spawner: sp, FS: g, Extensions: []string{".php"}, Interpreters: map[string]string{".php": "/usr/bin/php-cgi"}}},
 	}
 	for _, tt := range tests {
 		if _, err := New(tt.cfg); err == nil || !strings.HasPrefix(err.Error(), "cgi: config: ") {

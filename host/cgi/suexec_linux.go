@@ -11,8 +11,8 @@ import (
 // check applies the permission checks to the resolved script: always that a
 // directly executed script is executable, and under SuEXEC the ownership and
 // write-permission checks of Apache's suexec. The script is already known to
-// be inside the root (Resolve). Paths are real paths, so Lstat sees the
-// files themselves.
+// be inside the root (Resolve). Paths are real paths, so Lstat (through the
+// vhost's file gate) sees the files themselves.
 func (h *Handler) check(s Script) *refusal {
 	if h.suexec {
 		switch id := h.id; {
@@ -22,7 +22,7 @@ func (h *Handler) check(s Script) *refusal {
 			return &refusal{status: http.StatusInternalServerError, reason: fmt.Sprintf("tenant uid %d is below the minimum uid %d", id.UID, h.minUID)}
 		}
 	}
-	fi, err := os.Lstat(s.Filename)
+	fi, err := h.fs.Lstat(s.Filename)
 	if err != nil {
 		return forbidden("stat script: %v", err)
 	}
@@ -48,7 +48,7 @@ func (h *Handler) check(s Script) *refusal {
 		return forbidden("script is set-uid or set-gid")
 	}
 	dir := filepath.Dir(s.Filename)
-	di, err := os.Lstat(dir)
+	di, err := h.fs.Lstat(dir)
 	if err != nil {
 		return forbidden("stat script directory: %v", err)
 	}

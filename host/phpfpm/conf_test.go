@@ -10,7 +10,7 @@ import (
 func TestPoolFile(t *testing.T) {
 	m := &Manager{dir: "/state/php-fpm", spawner: &sandbox.Spawner{}}
 	p, err := m.NewPool(Config{
-		Name: "*.alice.example", Identity: sandbox.Identity{UID: 31001, GID: 31001}, Root: "/srv/alice/public",
+		Name: "*.alice.example", Identity: sandbox.Identity{UID: 31001, GID: 31001}, Root: "/srv/alice/public", FS: testGate(t),
 		FPM: "/usr/sbin/php-fpm8.2", Extensions: []string{".php", ".php8"}, Workers: 3, MaxRequests: -1,
 		TmpDir:   "/srv/alice/tmp",
 		Settings: map[string]string{"memory_limit": "64M", "display_errors": "on", "date.timezone": "Europe/Paris"},
@@ -51,13 +51,14 @@ func TestPoolFile(t *testing.T) {
 
 func TestNewPoolRefuses(t *testing.T) {
 	m := &Manager{dir: "/state/php-fpm", spawner: &sandbox.Spawner{}}
-	ok := Config{Identity: sandbox.Identity{UID: 31001, GID: 31001}, Root: "/srv", FPM: "/usr/sbin/php-fpm8.2"}
+	ok := Config{Identity: sandbox.Identity{UID: 31001, GID: 31001}, Root: "/srv", FS: testGate(t), FPM: "/usr/sbin/php-fpm8.2"}
 	for name, mod := range map[string]func(*Config){
 		"root uid":      func(c *Config) { c.Identity.UID = 0 },
 		"root gid":      func(c *Config) { c.Identity.GID = 0 },
 		"root group":    func(c *Config) { c.Identity.Groups = []uint32{0} },
 		"relative root": func(c *Config) { c.Root = "srv" },
 		"no fpm":        func(c *Config) { c.FPM = "" },
+		"no gate":       func(c *Config) { c.FS = nil },
 	} {
 		c := ok
 		mod(&c)
@@ -69,4 +70,16 @@ func TestNewPoolRefuses(t *testing.T) {
 	if _, err := long.NewPool(ok); err == nil || !strings.Contains(err.Error(), "shorter state_dir") {
 		t.Errorf("a socket path over 107 bytes: %v", err)
 	}
+}
+
+// testGate returns a file gate over a temporary directory, for pools whose
+// scripts the test does not resolve.
+func testGate(t *testing.T) *sandbox.FS {
+	t.Helper()
+	g, err := sandbox.NewDirectFS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
 }

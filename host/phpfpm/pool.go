@@ -86,6 +86,9 @@ type Config struct {
 	// Root is the document root: DOCUMENT_ROOT, the workers' directory and
 	// the first entry of open_basedir.
 	Root string
+	// FS is the vhost's file gate, whose first root is Root: script
+	// lookups go through it. Required.
+	FS *sandbox.FS
 	// FPM is the php-fpm binary. Required.
 	FPM string
 	// Extensions are the script extensions (default [".php"]), also
@@ -169,6 +172,9 @@ func (m *Manager) NewPool(cfg Config) (*Pool, error) {
 	if cfg.Root == "" || !filepath.IsAbs(cfg.Root) {
 		return nil, fmt.Errorf("phpfpm: config: Root %q must be an absolute path", cfg.Root)
 	}
+	if cfg.FS == nil {
+		return nil, errors.New("phpfpm: config: FS (the vhost's file gate) is required")
+	}
 	if id := cfg.Identity; id.UID == 0 || id.GID == 0 || slices.Contains(id.Groups, 0) {
 		return nil, fmt.Errorf("phpfpm: config: refusing identity %d:%d (root)", id.UID, id.GID)
 	}
@@ -222,7 +228,7 @@ func (m *Manager) NewPool(cfg Config) (*Pool, error) {
 // cgi.Resolve): cgi.ErrNotScript and cgi.ErrNotFound mean the path is not
 // PHP's, cgi.ErrForbidden that it must be refused.
 func (p *Pool) Resolve(urlPath string) (cgi.Script, error) {
-	return cgi.Resolve(p.cfg.Root, urlPath, p.cfg.Extensions)
+	return cgi.Resolve(p.cfg.FS, urlPath, p.cfg.Extensions)
 }
 
 // Stats returns the pool's state and counters.

@@ -65,7 +65,12 @@ func testPool(t *testing.T, mod func(*Config)) (*Pool, *syncBuffer) {
 	}
 	t.Cleanup(sp.Close)
 	errLog := &syncBuffer{}
-	cfg := Config{Name: "t.example", Identity: sandbox.Identity{UID: testUID, GID: testUID}, Root: root, FPM: fpm, ErrorLog: errLog}
+	gate, err := sandbox.NewDirectFS(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gate.Close() })
+	cfg := Config{Name: "t.example", Identity: sandbox.Identity{UID: testUID, GID: testUID}, Root: root, FS: gate, FPM: fpm, ErrorLog: errLog}
 	if mod != nil {
 		mod(&cfg)
 	}

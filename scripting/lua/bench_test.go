@@ -25,7 +25,7 @@ func nativeHello(req scripting.Request) {
 }
 
 func BenchmarkHelloLua(b *testing.B) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	defer e.Close()
 	scriptingtest.BenchmarkRun(b, e, example(b, "hello.lua"), string(helloBody))
 }
@@ -147,7 +147,7 @@ func benchHTTP(b *testing.B, h http.Handler, parallel bool) {
 }
 
 func BenchmarkHelloLuaHTTP(b *testing.B) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	defer e.Close()
 	benchHTTP(b, luaHandler(e, example(b, "hello.lua")), false)
 }
@@ -157,7 +157,7 @@ func BenchmarkHelloNativeHTTP(b *testing.B) {
 }
 
 func BenchmarkHelloLuaHTTPParallel(b *testing.B) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	defer e.Close()
 	benchHTTP(b, luaHandler(e, example(b, "hello.lua")), true)
 }
@@ -171,7 +171,7 @@ func BenchmarkHelloNativeHTTPParallel(b *testing.B) {
 // each one's requests per second and lua/native, the fraction of the
 // native rate the Lua hook reaches.
 func BenchmarkHelloHTTPRatio(b *testing.B) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	defer e.Close()
 	luaSrv := httptest.NewServer(luaHandler(e, example(b, "hello.lua")))
 	defer luaSrv.Close()
@@ -214,7 +214,7 @@ func BenchmarkHelloHTTPRatio(b *testing.B) {
 // TestHelloMatchesNative checks over HTTP that the Lua hello hook and the
 // native handler send the same status, Content-Type and body.
 func TestHelloMatchesNative(t *testing.T) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	defer e.Close()
 	get := func(h http.Handler) (int, string, string) {
 		srv := httptest.NewServer(h)

@@ -1,6 +1,7 @@
 // Package lua is hostd's Lua hook engine: it runs tenant hook scripts with
 // gopher-lua in a sandbox (a whitelisted standard library behind read-only
 // proxies, a fresh global environment per request) against the hook API
-// of package scripting. One Engine serves one tenant; its VMs are pooled
-// and never shared with another tenant.
+// of package scripting. One Engine serves one tenant, on VMs of its own
+// (New) or on a Pool shared by many tenants (Pool.Engine): a VM is bound
+// to a tenant for one run only, and nothing of a run stays in it.
 package lua

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	glua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/parse"
@@ -22,34 +24,73 @@ const (
 )
 
 // Engine runs Lua hooks for one tenant. It implements scripting.Engine and
-// is safe for concurrent use; each Run uses its own VM from the engine's
-// pool (at most Config.MaxVMs idle VMs are kept) on the caller's
-// goroutine, and starts no goroutines or timers. Errors of a hook (syntax,
-// run time, time-out, missing file) are *scripting.ScriptError with the
-// hook's file and line; a time-out wraps scripting.ErrTimeout.
+// is safe for concurrent use; each Run takes a VM from the engine's VMs
+// (its own, at most Config.MaxVMs idle ones, or a Pool shared with other
+// tenants) and runs on the caller's goroutine, and starts no goroutines or
+// timers. A run executes the tenant's compiled bytecode in a fresh
+// environment with the tenant's limits, file gate and shared dictionary;
+// nothing of it stays in the VM. Errors of a hook (syntax, run time,
+// time-out, missing file) are *scripting.ScriptError with the hook's file
+// and line; a time-out wraps scripting.ErrTimeout.
 type Engine struct {
 	cfg     scripting.Config
 	scripts *scripting.ScriptCache[*glua.FunctionProto] // shared through Config.Scripts
 
-	pool *scripting.VMPool[*vm]
+	pool   *scripting.VMPool[*vm]
+	shared bool // pool belongs to a Pool
+	closed atomic.Bool
 }
 
 var _ scripting.Engine = (*Engine)(nil)
 
-// New returns an engine for one tenant. Zero fields of cfg take their
-// defaults (see scripting.Config).
+// New returns an engine for one tenant with VMs of its own. Zero fields of
+// cfg take their defaults (see scripting.Config).
 func New(cfg scripting.Config) *Engine {
 	cfg = cfg.WithDefaults()
 	return &Engine{
 		cfg:     cfg,
 		scripts: scripting.CacheFor[*glua.FunctionProto](cfg.Scripts, "lua"),
-		pool:    scripting.NewVMPool(cfg.MaxVMs, func(v *vm) { v.L.Close() }),
+		pool:    scripting.NewVMPool(cfg.MaxVMs, (*vm).close),
 	}
 }
 
+// Pool is a set of Lua VMs shared by the engines of many tenants (one per
+// server, as mod_mruby keeps one interpreter per process): a run takes any
+// idle VM, binds it to the tenant for the run and leaves nothing of the
+// tenant in it, so a tenant costs its compiled scripts, not VMs. It is
+// safe for concurrent use.
+type Pool struct {
+	vms *scripting.VMPool[*vm]
+}
+
+// NewPool returns a pool keeping at most maxIdle idle VMs (default
+// DefaultMaxVMs); more are made while more runs are in progress.
+func NewPool(maxIdle int) *Pool {
+	if maxIdle <= 0 {
+		maxIdle = DefaultMaxVMs
+	}
+	return &Pool{vms: scripting.NewVMPool(maxIdle, (*vm).close)}
+}
+
+// Engine returns a tenant's engine whose runs use the pool's VMs. Zero
+// fields of cfg take their defaults; cfg.MaxVMs is ignored.
+func (p *Pool) Engine(cfg scripting.Config) *Engine {
+	cfg = cfg.WithDefaults()
+	return &Engine{
+		cfg:     cfg,
+		scripts: scripting.CacheFor[*glua.FunctionProto](cfg.Scripts, "lua"),
+		pool:    p.vms,
+		shared:  true,
+	}
+}
+
+// Close frees the idle VMs; VMs of runs in progress are freed when they
+// end. The pool's engines must not run afterwards.
+func (p *Pool) Close() { p.vms.Close() }
+
 // Run runs the hook file path in phase for req; see scripting.Engine.
 func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, req scripting.Request) (scripting.Result, error) {
-	if e.pool.Closed() {
+	if e.closed.Load() || e.pool.Closed() {
 		return scripting.Result{}, errors.New("lua: engine is closed")
 	}
 	proto, err := e.load(path)
@@ -58,10 +99,11 @@ func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, re
 	}
 	v := e.getVM()
 	res, err, reuse := v.run(ctx, phase, path, proto, req)
+	v.e = nil
 	if reuse {
-		e.putVM(v)
+		e.pool.Put(v)
 	} else {
-		v.L.Close()
+		v.close()
 	}
 	return res, err
 }
@@ -69,37 +111,42 @@ func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, re
 // Check compiles path without running it and returns a
 // *scripting.ScriptError for a syntax error.
 func (e *Engine) Check(path string) error {
-	_, err := compileFile(path)
+	_, err := compileFile(e.cfg.FS, path)
 	return err
 }
 
-// Close frees the idle VMs. Run must not be called after Close; VMs of
-// runs still in progress are freed when they end.
+// Close frees the engine's own idle VMs (a shared Pool's stay). Run must
+// not be called after Close; VMs of runs still in progress are freed or
+// returned when they end.
 func (e *Engine) Close() error {
-	e.pool.Close()
+	e.closed.Store(true)
+	if !e.shared {
+		e.pool.Close()
+	}
 	return nil
 }
 
+// getVM takes an idle VM, or makes one, and binds it to e for one run.
 func (e *Engine) getVM() *vm {
-	if v, ok := e.pool.Get(); ok {
-		return v
+	v, ok := e.pool.Get()
+	if !ok {
+		v = newVM()
 	}
-	return newVM(e)
+	v.e = e
+	return v
 }
-
-func (e *Engine) putVM(v *vm) { e.pool.Put(v) }
 
 // load returns the compiled proto of path, recompiling it when the file's
 // modification time or size changed. A broken new version keeps the old
 // proto (logged once per version).
 func (e *Engine) load(path string) (*glua.FunctionProto, error) {
-	return e.scripts.Load(path, e.cfg.Logger, "lua", func() (*glua.FunctionProto, error) { return compileFile(path) })
+	return e.scripts.Load(e.cfg.FS, path, e.cfg.Logger, "lua", func() (*glua.FunctionProto, error) { return compileFile(e.cfg.FS, path) })
 }
 
-// compileFile parses and compiles a Lua file; errors are
+// compileFile parses and compiles a Lua file read through fsys; errors are
 // *scripting.ScriptError with the line.
-func compileFile(path string) (*glua.FunctionProto, error) {
-	src, err := scripting.ReadScript(path)
+func compileFile(fsys scripting.FS, path string) (*glua.FunctionProto, error) {
+	src, err := scripting.ReadScript(fsys, path)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +185,33 @@ func compileSource(path string, src []byte) (*glua.FunctionProto, error) {
 	// A hook gets no arguments: drop the Lua 5.0 "arg" table that
 	// gopher-lua would build for the main chunk on every call.
 	proto.IsVarArg &^= glua.VarArgNeedsArg
+	shrinkProto(proto)
 	return proto, nil
+}
+
+// shrinkProto trims the slices of a compiled function and its nested ones
+// to their length: gopher-lua's compiler leaves them with the capacity of
+// its work buffers (about 16 KB per function, most of a small hook's
+// compiled form, kept for as long as the script is cached, per tenant).
+func shrinkProto(p *glua.FunctionProto) {
+	p.Code = clip(p.Code)
+	p.Constants = clip(p.Constants)
+	p.FunctionPrototypes = clip(p.FunctionPrototypes)
+	p.DbgSourcePositions = clip(p.DbgSourcePositions)
+	p.DbgLocals = clip(p.DbgLocals)
+	p.DbgCalls = clip(p.DbgCalls)
+	p.DbgUpvalues = clip(p.DbgUpvalues)
+	for _, c := range p.FunctionPrototypes {
+		shrinkProto(c)
+	}
+}
+
+// clip returns a copy of s with no spare capacity (nil when empty).
+func clip[S ~[]E, E any](s S) S {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
 }
 
 // scriptError converts a Lua run-time error into a *scripting.ScriptError,

@@ -33,7 +33,7 @@ func runSrc(t testing.TB, e *Engine, src string) (*scriptingtest.Request, script
 }
 
 func TestRemovedGlobals(t *testing.T) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	defer e.Close()
 	names := []string{
 		"getfenv", "setfenv", "load", "loadstring", "loadfile", "dofile", "module",
@@ -101,7 +101,7 @@ tostring(math.leak), type(table.insert), type(io.open), type(os.time), type(coro
 type(hostd.log), type(hostd.shared.get), r.method, type(string))`
 	for _, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
-			e := New(scripting.Config{MaxVMs: 1})
+			e := newEngine(scripting.Config{MaxVMs: 1})
 			defer e.Close()
 			_, _, err := runSrc(t, e, a.src)
 			if a.wantErr && err == nil {
@@ -122,7 +122,7 @@ type(hostd.log), type(hostd.shared.get), r.method, type(string))`
 }
 
 func TestCoroutinesAreSafe(t *testing.T) {
-	e := New(scripting.Config{MaxVMs: 1})
+	e := newEngine(scripting.Config{MaxVMs: 1})
 	defer e.Close()
 	// Coroutines work, r:exit inside one still ends the request, and
 	// their number is bounded.
@@ -154,7 +154,7 @@ r:write(co(), co())`)
 	if err == nil || !strings.Contains(err.Error(), "too many coroutines") {
 		t.Fatalf("coroutine limit: %v", err)
 	}
-	e2 := New(scripting.Config{Limits: scripting.Limits{Timeout: 50 * time.Millisecond}})
+	e2 := newEngine(scripting.Config{Limits: scripting.Limits{Timeout: 50 * time.Millisecond}})
 	defer e2.Close()
 	_, _, err = runSrc(t, e2, `local co = coroutine.wrap(function() while true do end end) co()`)
 	if !errors.Is(err, scripting.ErrTimeout) {
@@ -163,7 +163,7 @@ r:write(co(), co())`)
 }
 
 func TestTimeoutWorkerSurvives(t *testing.T) {
-	e := New(scripting.Config{MaxVMs: 1, Limits: scripting.Limits{Timeout: 50 * time.Millisecond}})
+	e := newEngine(scripting.Config{MaxVMs: 1, Limits: scripting.Limits{Timeout: 50 * time.Millisecond}})
 	defer e.Close()
 	for _, src := range []string{
 		`while true do end`,
@@ -199,7 +199,7 @@ func TestTimeoutWorkerSurvives(t *testing.T) {
 }
 
 func TestContextCancel(t *testing.T) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	defer e.Close()
 	p := writeHook(t, t.TempDir(), "loop.lua", `while true do end`)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -211,7 +211,7 @@ func TestContextCancel(t *testing.T) {
 }
 
 func TestBoundedHostFunctions(t *testing.T) {
-	e := New(scripting.Config{Limits: scripting.Limits{MaxInput: 1 << 10, MaxMemory: 1 << 20, Timeout: 200 * time.Millisecond}})
+	e := newEngine(scripting.Config{Limits: scripting.Limits{MaxInput: 1 << 10, MaxMemory: 1 << 20, Timeout: 200 * time.Millisecond}})
 	defer e.Close()
 	for _, c := range []struct{ src, err string }{
 		{`string.rep("x", 1e9)`, "string.rep"},
@@ -237,7 +237,7 @@ func TestBoundedHostFunctions(t *testing.T) {
 }
 
 func TestPatterns(t *testing.T) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	defer e.Close()
 	for _, c := range []struct{ src, want string }{
 		{`r:write(string.find("hello world", "wor"))`, "79"},
@@ -279,7 +279,7 @@ func TestPatterns(t *testing.T) {
 
 func TestReloadOnChange(t *testing.T) {
 	var logBuf bytes.Buffer
-	e := New(scripting.Config{Logger: slog.New(slog.NewTextHandler(&logBuf, nil))})
+	e := newEngine(scripting.Config{Logger: slog.New(slog.NewTextHandler(&logBuf, nil))})
 	defer e.Close()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "hook.lua")
@@ -333,7 +333,7 @@ func TestReloadOnChange(t *testing.T) {
 }
 
 func TestBrokenFirstVersion(t *testing.T) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	defer e.Close()
 	_, _, err := runSrc(t, e, "local x = \n\n)")
 	var se *scripting.ScriptError
@@ -348,7 +348,7 @@ func TestBrokenFirstVersion(t *testing.T) {
 }
 
 func TestConcurrentRuns(t *testing.T) {
-	e := New(scripting.Config{MaxVMs: 3})
+	e := newEngine(scripting.Config{MaxVMs: 3})
 	defer e.Close()
 	dir := t.TempDir()
 	a := writeHook(t, dir, "a.lua", `
@@ -395,7 +395,7 @@ func TestRequire(t *testing.T) {
 	dir := t.TempDir()
 	writeHook(t, dir, "lib/util.lua", `local M = {} function M.greet(n) return "hi " .. n end helper_global = 1 return M`)
 	writeHook(t, dir, "self.lua", `require("self")`)
-	e := New(scripting.Config{HookDir: dir})
+	e := newEngine(scripting.Config{HookDir: dir})
 	defer e.Close()
 	p := writeHook(t, dir, "hook.lua", `local u = require("lib.util") local u2 = require("lib.util")
 r:write(u.greet("bob"), " ", tostring(u == u2), " ", helper_global)`)
@@ -415,7 +415,7 @@ r:write(u.greet("bob"), " ", tostring(u == u2), " ", helper_global)`)
 			t.Errorf("%s: %v, want %q", c.src, err, c.err)
 		}
 	}
-	e2 := New(scripting.Config{})
+	e2 := newEngine(scripting.Config{})
 	defer e2.Close()
 	if _, _, err := runSrc(t, e2, `require("lib.util")`); err == nil || !strings.Contains(err.Error(), "not available") {
 		t.Errorf("require without HookDir: %v", err)
@@ -423,7 +423,7 @@ r:write(u.greet("bob"), " ", tostring(u == u2), " ", helper_global)`)
 }
 
 func TestIOFiles(t *testing.T) {
-	e := New(scripting.Config{MaxVMs: 1})
+	e := newEngine(scripting.Config{MaxVMs: 1})
 	defer e.Close()
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data.txt")
@@ -470,7 +470,7 @@ r:write(" ", io.type(g), " ", tostring(io.type(42)))
 }
 
 func TestClose(t *testing.T) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	if _, _, err := runSrc(t, e, `r:write("x")`); err != nil {
 		t.Fatal(err)
 	}
@@ -480,4 +480,50 @@ func TestClose(t *testing.T) {
 	if _, _, err := runSrc(t, e, `r:write("x")`); err == nil {
 		t.Fatal("Run after Close succeeded")
 	}
+}
+
+// newEngine is New with a file gate over the whole file system when cfg
+// has none (the tests' hooks live in temporary directories).
+func newEngine(cfg scripting.Config) *Engine {
+	if cfg.FS == nil {
+		cfg.FS = scriptingtest.RootFS()
+	}
+	return New(cfg)
+}
+
+// TestHookReadThroughGate: a hook or module that is a symbolic link out of
+// the tenant's directories is not read (so no syntax error can quote a
+// file the tenant may not read), whatever identity the server has.
+func TestHookReadThroughGate(t *testing.T) {
+	hooks, outside := t.TempDir(), t.TempDir()
+	secret := filepath.Join(outside, "shadow")
+	if err := os.WriteFile(secret, []byte("root:$6$SECRETHASH:19000::::::\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"hook.lua", "mod.lua"} {
+		if err := os.Symlink(secret, filepath.Join(hooks, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	main := writeHook(t, hooks, "main.lua", `local ok, err = pcall(require, "mod") r:write(tostring(ok), " ", err)`)
+	e := newEngine(scripting.Config{HookDir: hooks, FS: scriptingtest.DirFS(t, hooks)})
+	defer e.Close()
+	for _, err := range []error{e.Check(filepath.Join(hooks, "hook.lua")), runErr(e, filepath.Join(hooks, "hook.lua"))} {
+		var se *scripting.ScriptError
+		if !errors.As(err, &se) || se.Msg != "cannot open hook" || strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("symlinked hook: %v", err)
+		}
+	}
+	req := scriptingtest.NewRequest(scriptingtest.RequestOptions{})
+	if _, err := e.Run(context.Background(), scripting.PhaseContent, main, req); err != nil {
+		t.Fatal(err)
+	}
+	if body := req.Response(); !strings.HasPrefix(body, "false ") || strings.Contains(body, "SECRET") {
+		t.Errorf("require of a symlinked module: %q", body)
+	}
+}
+
+func runErr(e *Engine, path string) error {
+	_, err := e.Run(context.Background(), scripting.PhaseContent, path, scriptingtest.NewRequest(scriptingtest.RequestOptions{}))
+	return err
 }

@@ -10,7 +10,7 @@ import (
 // TestExamples runs examples/hooks/lua with the expectations every
 // language shares.
 func TestExamples(t *testing.T) {
-	scriptingtest.RunExamples(t, func() scripting.Engine { return New(scripting.Config{}) },
+	scriptingtest.RunExamples(t, func() scripting.Engine { return newEngine(scripting.Config{}) },
 		"../../examples/hooks/lua", ".lua")
 }
 

@@ -14,13 +14,12 @@ import (
 )
 
 // The io library a hook sees: io.open, io.lines, io.type and io.close on
-// files opened by path, with the effective identity of the calling thread
-// (the tenant's uid/gid in hostd) deciding what may be opened, and
-// scripting.OpenFile refusing FIFOs, devices, /proc magic links and the
-// kernel's file systems in every mode. There are no
-// default files (io.stdin, io.stdout, io.stderr, io.read, io.write) and no
-// io.popen. Reads are bounded by the string limit; files a hook leaves
-// open are closed when its run ends.
+// files opened by path through the tenant's file gate (Config.FS): only
+// regular files under the tenant's directories, checked by the kernel
+// against the tenant's identity, never a FIFO, a device or a /proc magic
+// link. There are no default files (io.stdin, io.stdout, io.stderr,
+// io.read, io.write) and no io.popen. Reads are bounded by the string
+// limit; files a hook leaves open are closed when its run ends.
 
 type luaFile struct {
 	f *os.File
@@ -104,7 +103,14 @@ func (v *vm) open(L *glua.LState, path, mode string) (*glua.LUserData, error) {
 	if open >= maxOpenFiles {
 		return nil, errors.New("too many open files")
 	}
-	fh, err := scripting.OpenFile(path, flags) // regular files only, never /proc, /sys, /dev
+	fh, err := v.e.cfg.FS.OpenFile(path, flags, 0o644)
+	if err == nil {
+		// The gate also opens directories (for static files); a hook's
+		// io gets regular files only, and none on procfs, sysfs & co.
+		if err = scripting.CheckHookFile(fh); err != nil {
+			fh.Close()
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -129,12 +135,45 @@ func (v *vm) ioOpen(L *glua.LState) int {
 	return 1
 }
 
+// errText is an error's reason without the path (the caller names it).
 func errText(err error) string {
 	var pe *os.PathError
 	if errors.As(err, &pe) {
 		return pe.Err.Error()
 	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err.Error()
+	}
 	return err.Error()
+}
+
+// osRemove is os.remove(path) through the file gate: true, or nil and a
+// message.
+func (v *vm) osRemove(L *glua.LState) int {
+	v.rc.poke() // may be slow: check the deadline at the next instruction
+	path := L.CheckString(1)
+	return pushOK(L, path, v.e.cfg.FS.Remove(path))
+}
+
+// osRename is os.rename(old, new) through the file gate: true, or nil and
+// a message.
+func (v *vm) osRename(L *glua.LState) int {
+	v.rc.poke() // may be slow: check the deadline at the next instruction
+	from, to := L.CheckString(1), L.CheckString(2)
+	return pushOK(L, from, v.e.cfg.FS.Rename(from, to))
+}
+
+// pushOK pushes Lua's result of an operation on path: true, or nil and
+// "path: reason".
+func pushOK(L *glua.LState, path string, err error) int {
+	if err != nil {
+		L.Push(glua.LNil)
+		L.Push(glua.LString(path + ": " + errText(err)))
+		return 2
+	}
+	L.Push(glua.LTrue)
+	return 1
 }
 
 // ioLines is io.lines(path): an iterator over the lines of the file, which

@@ -26,9 +26,12 @@ const (
 )
 
 // vm is one Lua state with the sandboxed API. It is used by one goroutine
-// at a time and belongs to one engine (tenant).
+// at a time; for the length of a run it is bound to the running tenant's
+// engine (e), and between runs to none: a VM of a Pool serves any tenant,
+// and everything a run changes is per run (its globals table, its files,
+// its module table) or read-only.
 type vm struct {
-	e *Engine
+	e *Engine // the tenant of the current run; nil between runs
 	L *glua.LState
 
 	envMT    *glua.LTable // metatable of each run's globals: __index = base
@@ -59,7 +62,7 @@ type vm struct {
 	coroutines int
 }
 
-func newVM(e *Engine) *vm {
+func newVM() *vm {
 	L := glua.NewState(glua.Options{
 		SkipOpenLibs:     true,
 		CallStackSize:    callStackSize,
@@ -67,13 +70,15 @@ func newVM(e *Engine) *vm {
 		RegistryMaxSize:  registryMaxSize,
 		RegistryGrowStep: registryGrowStep,
 	})
-	v := &vm{e: e, L: L}
+	v := &vm{L: L}
 	v.rc.closed = make(chan struct{})
 	close(v.rc.closed)
 	v.exitMark = L.NewUserData()
 	v.buildSandbox()
 	return v
 }
+
+func (v *vm) close() { v.L.Close() }
 
 // run runs proto for req. reuse reports whether the VM may go back to the
 // pool (false after a timeout or an internal error).

@@ -17,14 +17,14 @@ import (
 // BenchmarkHelloMruby runs examples/hooks/ruby/hello.rb in-process on the
 // fake request (compare with scripting/lua's BenchmarkHelloLua).
 func BenchmarkHelloMruby(b *testing.B) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	defer e.Close()
 	scriptingtest.BenchmarkRun(b, e, example(b, "hello.rb"), "Hello, world!\n")
 }
 
 // BenchmarkHelloMrubyParallel runs hello.rb from GOMAXPROCS goroutines.
 func BenchmarkHelloMrubyParallel(b *testing.B) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	defer e.Close()
 	path := example(b, "hello.rb")
 	b.ReportAllocs()
@@ -48,7 +48,7 @@ func TestSoakNoLeak(t *testing.T) {
 	if os.Getenv("HOSTD_SOAK") == "" {
 		t.Skip("set HOSTD_SOAK=1 to run the 100,000-run soak test")
 	}
-	e := New(scripting.Config{MaxVMs: 2})
+	e := newEngine(scripting.Config{MaxVMs: 2})
 	defer e.Close()
 	path := example(t, "json_api.rb")
 	ctx := context.Background()

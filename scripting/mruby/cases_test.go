@@ -100,7 +100,16 @@ r.write(" ", d.get("k").inspect)`,
 	"stdlib_changes_do_not_leak/before": `begin; String.class_eval { def hacked; 1; end }; rescue FrozenError; end
 begin; Array.send(:remove_method, :push); rescue FrozenError, NameError; end
 begin; class ::String; def hacked; 1; end; end; rescue FrozenError; end`,
-	"stdlib_changes_do_not_leak": `r.write("x".respond_to?(:hacked) ? "1" : "nil", " ", [].respond_to?(:push) ? "function" : "nil", " ", "x".respond_to?(:hacked) ? "1" : "nil")`,
+	"stdlib_changes_do_not_leak":     `r.write("x".respond_to?(:hacked) ? "1" : "nil", " ", [].respond_to?(:push) ? "function" : "nil", " ", "x".respond_to?(:hacked) ? "1" : "nil")`,
+	"functions_do_not_leak/before":   "def helper; \"leak\"; end\nSECRET = 1\nbegin; r.instance_variable_set(:@leak, 1); rescue; end",
+	"functions_do_not_leak":          `r.write(respond_to?(:helper, true) ? "leak" : "nil", " ", r.instance_variable_get(:@leak).inspect)`,
+	"prng_seed_does_not_leak/before": `srand(42)`,
+	// The first rand after srand(42) is known: the previous run's seed
+	// must be gone.
+	"prng_seed_does_not_leak": "a = rand\nsrand(42)\nb = rand\nr.write(a == b ? \"leaked\" : \"nil\", \" \", a.class == Float ? \"number\" : \"?\")",
+	"collector_settings_do_not_leak/before": "begin; GC.disable; rescue NoMethodError; end\n" +
+		"begin; Random::DEFAULT.instance_variable_set(:@leak, 1); rescue FrozenError, ArgumentError; end",
+	"collector_settings_do_not_leak": `r.write(GC.respond_to?(:disable) || Random::DEFAULT.instance_variable_get(:@leak) ? "leaked" : "nil")`,
 	"api_module_read_only/before": `begin; def Hostd.log(*a); end; rescue FrozenError; end
 begin; Hostd.const_set(:INJECTED, 1); rescue FrozenError; end`,
 	"api_module_read_only": `r.write(Hostd.respond_to?(:log) ? "function" : "nil", " ", Hostd.const_defined?(:INJECTED) ? "1" : "nil")`,
@@ -109,8 +118,10 @@ begin; Hostd.const_set(:INJECTED, 1); rescue FrozenError; end`,
 // notForRuby lists the shared cases that do not apply to mruby hooks, and
 // why.
 var notForRuby = map[string]string{
-	"io_read_file":    "mruby is built without mruby-io: hooks cannot open files",
-	"io_open_missing": "mruby is built without mruby-io: hooks cannot open files",
+	"io_read_file":           "mruby is built without mruby-io: hooks cannot open files",
+	"io_open_missing":        "mruby is built without mruby-io: hooks cannot open files",
+	"io_outside_roots":       "mruby is built without mruby-io: hooks cannot open files",
+	"io_write_rename_remove": "mruby is built without mruby-io: hooks cannot open files",
 }
 
 func TestSharedCases(t *testing.T) {
@@ -130,4 +141,23 @@ func TestSharedCases(t *testing.T) {
 	}, ".rb", func(c scriptingtest.Case) string {
 		return rubySources[c.Name]
 	})
+}
+
+// TestCasesSharedPool runs every case on engines of a shared Pool.
+func TestCasesSharedPool(t *testing.T) {
+	pool := NewPool(2)
+	defer pool.Close()
+	scriptingtest.Run(t, func(t *testing.T, cfg scripting.Config) scripting.Engine {
+		return pool.Engine(cfg)
+	}, ".rb", func(c scriptingtest.Case) string { return rubySources[c.Name] })
+}
+
+// TestIsolationAcrossTenants: carol's run and dave's next run share one
+// mrb_state (a pool of one); dave sees none of what carol set or changed.
+func TestIsolationAcrossTenants(t *testing.T) {
+	pool := NewPool(1)
+	defer pool.Close()
+	scriptingtest.RunAcrossTenants(t, func(t *testing.T, cfg scripting.Config) scripting.Engine {
+		return pool.Engine(cfg)
+	}, ".rb", func(c scriptingtest.Case) string { return rubySources[c.Name] })
 }

@@ -2,7 +2,9 @@
 // (hostd_mruby.c) against build/mruby/lib/libmruby.a, built by
 // `make libmruby` (mk/mruby.mk) with the defines listed in
 // build/build_config.rb. An Engine serves one tenant from a bounded pool of
-// mrb_states, each used by one goroutine at a time; every run gets a fresh
+// mrb_states, its own (New) or shared by many tenants (Pool.Engine), each
+// used by one goroutine at a time; a hook is compiled once per version into
+// bytecode that any VM loads; every run gets a fresh
 // anonymous top-level class and self, globals are reset after it, and the
 // core classes are frozen so no run can change what the next one sees.
 // Under the nomruby build tag (or without cgo) New returns an engine whose

@@ -14,8 +14,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime/cgo"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -35,6 +37,12 @@ const (
 	maxNewSyms = 20000
 	// maxKeptOut bounds the host call result buffer a VM keeps.
 	maxKeptOut = 64 << 10
+	// maxProcs bounds the scripts a VM keeps loaded (the oldest loaded
+	// goes first); a VM of a Pool serves many tenants.
+	maxProcs = 64
+	// vmCreateLimit is the memory limit of making a VM; each run then
+	// gets its tenant's Limits.MaxMemory on top of what the VM holds.
+	vmCreateLimit = 64 << 20
 )
 
 // cgoDefines are the -D flags of the #cgo CFLAGS line above; they must be
@@ -46,31 +54,39 @@ const cgoDefines = "-DMRB_USE_DEBUG_HOOK -DMRB_UTF8_STRING -DMRB_NO_STDIO"
 const Available = true
 
 // Engine runs mruby hooks for one tenant. It implements scripting.Engine
-// and is safe for concurrent use; each Run uses its own mrb_state from the
-// engine's pool, and no mrb_state is shared with another engine.
+// and is safe for concurrent use. A hook is compiled once per file version
+// into bytecode the engine keeps; each Run takes an mrb_state from the
+// engine's VMs (its own, or a Pool shared with other tenants), loads the
+// bytecode there unless that VM has it already, and runs it in a fresh
+// anonymous top-level class and self with the tenant's limits; globals are
+// reset and the default Random reseeded after it, and the core classes and
+// the objects of their constants are frozen, so no run can change what the
+// next one (of any tenant) sees.
 type Engine struct {
 	cfg scripting.Config
+	// scripts may be shared with the tenant's other engines, across
+	// reloads (Config.Scripts).
+	scripts *scripting.ScriptCache[*script]
 
-	// scripts may be shared with other engines of the tenant (Config.Scripts):
-	// versions come from it, so a VM never mistakes another engine's
-	// version for its own.
-	scripts *scripting.ScriptCache[script]
-
-	pool *scripting.VMPool[*vm]
+	pool   *scripting.VMPool[*vm]
+	shared bool // pool belongs to a Pool
+	closed atomic.Bool
 }
 
-// script is the current source of a hook file and its version; each VM
-// compiles it once per version.
+// script is one compiled version of a hook file. VMs key the scripts they
+// have loaded by its address: a script object is never shared by two
+// tenants, and no other script can take its address while a VM holds it.
 type script struct {
-	src     []byte
-	version uint64
+	bin        []byte // RITE bytecode with line numbers
+	lastReturn C.int  // 1 when the script's last statement is `return`
 }
 
-// vm is one mrb_state with its compiled procs, used by one goroutine at a
-// time.
+// vm is one mrb_state with the scripts it has loaded, used by one
+// goroutine at a time.
 type vm struct {
 	c     *C.hostd_vm
-	procs map[string]*proc
+	procs map[*script]*proc
+	fifo  []*script // the keys of procs, oldest loaded first
 	runs  int
 	// rs is the state of the current run, reached from C through h (made
 	// once per VM, so a run allocates neither).
@@ -79,29 +95,60 @@ type vm struct {
 }
 
 type proc struct {
-	p       *C.struct_RProc
-	file    *C.char // the name it was compiled with; freed with the VM
-	version uint64
-	// lastReturn is 1 when the script's last statement is `return`.
+	p          *C.struct_RProc
+	file       *C.char // the name it was compiled with; freed with the proc
 	lastReturn C.int
 }
 
 var _ scripting.Engine = (*Engine)(nil)
 
-// New returns an engine for one tenant. Zero fields of cfg take their
-// defaults (see scripting.Config). VMs are made on first use.
+// New returns an engine for one tenant with mrb_states of its own (at
+// most Config.MaxVMs idle ones). Zero fields of cfg take their defaults
+// (see scripting.Config). VMs are made on first use.
 func New(cfg scripting.Config) *Engine {
 	cfg = cfg.WithDefaults()
 	return &Engine{
 		cfg:     cfg,
-		scripts: scripting.CacheFor[script](cfg.Scripts, "mruby"),
+		scripts: scripting.CacheFor[*script](cfg.Scripts, "mruby"),
 		pool:    scripting.NewVMPool(cfg.MaxVMs, (*vm).close),
 	}
 }
 
+// Pool is a set of mrb_states shared by the engines of many tenants (one
+// per server, as mod_mruby keeps one interpreter per process): a tenant
+// costs its compiled bytecode, not VMs. It is safe for concurrent use.
+type Pool struct {
+	vms *scripting.VMPool[*vm]
+}
+
+// NewPool returns a pool keeping at most maxIdle idle VMs (default
+// DefaultMaxVMs); more are made while more runs are in progress.
+func NewPool(maxIdle int) *Pool {
+	if maxIdle <= 0 {
+		maxIdle = DefaultMaxVMs
+	}
+	return &Pool{vms: scripting.NewVMPool(maxIdle, (*vm).close)}
+}
+
+// Engine returns a tenant's engine whose runs use the pool's VMs. Zero
+// fields of cfg take their defaults; cfg.MaxVMs is ignored.
+func (p *Pool) Engine(cfg scripting.Config) *Engine {
+	cfg = cfg.WithDefaults()
+	return &Engine{
+		cfg:     cfg,
+		scripts: scripting.CacheFor[*script](cfg.Scripts, "mruby"),
+		pool:    p.vms,
+		shared:  true,
+	}
+}
+
+// Close frees the idle VMs; VMs of runs in progress are freed when they
+// end. The pool's engines must not run afterwards.
+func (p *Pool) Close() { p.vms.Close() }
+
 // Run runs the hook file path in phase for req; see scripting.Engine.
 func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, req scripting.Request) (scripting.Result, error) {
-	if e.pool.Closed() {
+	if e.closed.Load() || e.pool.Closed() {
 		return scripting.Result{}, errors.New("mruby: engine is closed")
 	}
 	if err := ctx.Err(); err != nil {
@@ -111,9 +158,11 @@ func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, re
 	if err != nil {
 		return scripting.Result{}, err
 	}
+	// The tenant's memory limit, on top of what the VM holds.
+	C.hostd_vm_budget(v.c, C.size_t(e.cfg.Limits.MaxMemory))
 	p, err := e.load(path, v)
 	if err != nil {
-		e.putVM(v)
+		e.pool.Put(v)
 		return scripting.Result{}, err
 	}
 	timeout := e.cfg.Limits.Timeout
@@ -124,7 +173,7 @@ func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, re
 	*rs = runState{e: e, ctx: ctx, phase: phase, path: path, req: req, out: rs.out}
 	// rs is reset below, before v goes back to the pool.
 	var res C.hostd_result
-	C.hostd_vm_run(v.c, p.p, p.lastReturn, p.file, C.int64_t(timeout), C.uintptr_t(v.h), &res)
+	C.hostd_vm_run(v.c, p.p, p.lastReturn, p.file, C.int64_t(timeout), C.uintptr_t(v.h), C.uint64_t(rand.Uint64()), &res)
 	v.runs++
 
 	var out scripting.Result
@@ -168,7 +217,7 @@ func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, re
 		reuse = false
 	}
 	if reuse {
-		e.putVM(v)
+		e.pool.Put(v)
 	} else {
 		v.close()
 	}
@@ -178,7 +227,7 @@ func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, re
 // Check compiles path without running it and returns a
 // *scripting.ScriptError for a syntax error.
 func (e *Engine) Check(path string) error {
-	src, err := scripting.ReadScript(path)
+	src, err := scripting.ReadScript(e.cfg.FS, path)
 	if err != nil {
 		return err
 	}
@@ -186,18 +235,23 @@ func (e *Engine) Check(path string) error {
 	if err != nil {
 		return err
 	}
-	p, err := v.compile(path, src, 0)
+	p, err := v.compile(path, src)
 	if err == nil {
 		v.release(p)
 	}
-	e.putVM(v)
+	e.pool.Put(v)
 	return err
 }
 
-// Close frees the idle VMs. Run must not be called after Close; VMs of
-// runs still in progress are freed when they end.
+// Close frees the engine's own idle VMs (a shared Pool's stay; the
+// tenant's loaded scripts leave them as other scripts are loaded). Run
+// must not be called after Close; VMs of runs still in progress are freed
+// or returned when they end.
 func (e *Engine) Close() error {
-	e.pool.Close()
+	e.closed.Store(true)
+	if !e.shared {
+		e.pool.Close()
+	}
 	return nil
 }
 
@@ -205,10 +259,8 @@ func (e *Engine) getVM() (*vm, error) {
 	if v, ok := e.pool.Get(); ok {
 		return v, nil
 	}
-	return newVM(e.cfg.Limits.MaxMemory)
+	return newVM(vmCreateLimit)
 }
-
-func (e *Engine) putVM(v *vm) { e.pool.Put(v) }
 
 func newVM(maxMem int64) (*vm, error) {
 	var cerr *C.char
@@ -221,7 +273,7 @@ func newVM(maxMem int64) (*vm, error) {
 		}
 		return nil, fmt.Errorf("mruby: new VM: %s", msg)
 	}
-	v := &vm{c: c, procs: make(map[string]*proc)}
+	v := &vm{c: c, procs: make(map[*script]*proc)}
 	v.h = cgo.NewHandle(&v.rs)
 	return v, nil
 }
@@ -232,12 +284,12 @@ func (v *vm) close() {
 	for _, p := range v.procs {
 		C.free(unsafe.Pointer(p.file))
 	}
-	v.c, v.procs = nil, nil
+	v.c, v.procs, v.fifo = nil, nil, nil
 }
 
 // compile compiles src as path; a syntax error is a *scripting.ScriptError
 // with the line.
-func (v *vm) compile(path string, src []byte, version uint64) (*proc, error) {
+func (v *vm) compile(path string, src []byte) (*proc, error) {
 	file := C.CString(path)
 	var (
 		p    *C.struct_RProc
@@ -262,7 +314,18 @@ func (v *vm) compile(path string, src []byte, version uint64) (*proc, error) {
 		}
 		return nil, &scripting.ScriptError{File: path, Line: int(line), Msg: m}
 	}
-	return &proc{p: p, file: file, version: version, lastReturn: last}, nil
+	return &proc{p: p, file: file, lastReturn: last}, nil
+}
+
+// dump returns p's bytecode.
+func (v *vm) dump(path string, p *proc) ([]byte, error) {
+	var bin *C.uint8_t
+	var n C.size_t
+	if C.hostd_vm_dump(v.c, p.p, &bin, &n) != 0 {
+		return nil, &scripting.ScriptError{File: path, Msg: "cannot store the compiled script (out of memory?)"}
+	}
+	defer C.free(unsafe.Pointer(bin))
+	return C.GoBytes(unsafe.Pointer(bin), C.int(n)), nil
 }
 
 func (v *vm) release(p *proc) {
@@ -270,50 +333,62 @@ func (v *vm) release(p *proc) {
 	C.free(unsafe.Pointer(p.file))
 }
 
-// load returns v's compiled proc of path's current version. The file is
-// re-read when its modification time or size changed; a new version that
-// does not compile (or cannot be read) is logged once and the old one
-// stays in use.
+// load returns v's proc of path's current version. The file is compiled
+// once per version (on whichever VM the run has) into bytecode the
+// tenant's script cache keeps; a VM without it loads the bytecode. A new version that does not
+// compile (or cannot be read) is logged once and the old one stays in use.
 func (e *Engine) load(path string, v *vm) (*proc, error) {
-	s, err := e.scripts.Load(path, e.cfg.Logger, "mruby", func() (script, error) {
-		src, err := scripting.ReadScript(path)
+	s, err := e.scripts.Load(e.cfg.FS, path, e.cfg.Logger, "mruby", func() (*script, error) {
+		src, err := scripting.ReadScript(e.cfg.FS, path)
 		if err != nil {
-			return script{}, err
+			return nil, err
 		}
-		version := e.scripts.NextVersion()
-		p, err := v.compile(path, src, version)
+		p, err := v.compile(path, src)
 		if err != nil {
-			return script{}, err
+			return nil, err
 		}
-		v.install(path, p)
-		return script{src: src, version: version}, nil
+		bin, err := v.dump(path, p)
+		if err != nil {
+			v.release(p)
+			return nil, err
+		}
+		s := &script{bin: bin, lastReturn: p.lastReturn}
+		v.install(s, p)
+		return s, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return v.procFor(path, s.src, s.version)
+	return v.procFor(path, s)
 }
 
-// procFor returns the proc of path at version, compiling src on v when v
-// has another version (or none).
-func (v *vm) procFor(path string, src []byte, version uint64) (*proc, error) {
-	if p := v.procs[path]; p != nil && p.version == version {
+// procFor returns v's proc of s, loading s's bytecode when v lacks it.
+func (v *vm) procFor(path string, s *script) (*proc, error) {
+	if p := v.procs[s]; p != nil {
 		return p, nil
 	}
-	p, err := v.compile(path, src, version)
-	if err != nil {
-		return nil, err
+	var cp *C.struct_RProc
+	bin := (*C.uint8_t)(unsafe.Pointer(unsafe.SliceData(s.bin)))
+	if C.hostd_vm_load(v.c, bin, C.size_t(len(s.bin)), &cp) != 0 {
+		return nil, &scripting.ScriptError{File: path, Msg: "cannot load the compiled script (out of memory?)"}
 	}
-	v.install(path, p)
+	p := &proc{p: cp, file: C.CString(path), lastReturn: s.lastReturn}
+	v.install(s, p)
 	return p, nil
 }
 
-// install makes p v's proc of path, releasing the one it replaces.
-func (v *vm) install(path string, p *proc) {
-	if old := v.procs[path]; old != nil {
-		v.release(old)
+// install makes p v's proc of script s, releasing the oldest loaded one
+// when v has maxProcs.
+func (v *vm) install(s *script, p *proc) {
+	if len(v.fifo) >= maxProcs {
+		old := v.fifo[0]
+		v.fifo[0] = nil
+		v.fifo = append(v.fifo[:0], v.fifo[1:]...)
+		v.release(v.procs[old])
+		delete(v.procs, old)
 	}
-	v.procs[path] = p
+	v.procs[s] = p
+	v.fifo = append(v.fifo, s)
 }
 
 // stripAnon removes the name of a run's anonymous top-level class

@@ -70,34 +70,54 @@ func TestIsolation(t *testing.T) {
 		{"request object ivar", `r.instance_variable_set(:@leak, 1)`, `r.write(r.instance_variable_get(:@leak).inspect)`, "nil"},
 		{"frozen constant string", `RUBY_VERSION << "-leak"`, `r.write(RUBY_VERSION.include?("leak").to_s)`, "false"},
 		{"Struct named class", `Struct.new("Leak", :a)`, `r.write(Struct.const_defined?(:Leak).to_s)`, "false"},
+		{"srand", `srand(7)`, "a = rand(1 << 30)\nsrand(7)\nr.write((a == rand(1 << 30)).to_s)", "false"},
+		{"GC.disable", `GC.disable rescue nil`, `r.write(GC.respond_to?(:disable).to_s)`, "false"},
+		{"ivar on a constant's object", `RUBY_VERSION.instance_variable_set(:@x, 1) rescue nil`, `r.write(RUBY_VERSION.instance_variable_get(:@x).inspect)`, "nil"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			e := New(scripting.Config{MaxVMs: 1})
-			defer e.Close()
-			dir := t.TempDir()
-			run(t, e, dir, "first.rb", c.first)
-			for i := range 2 { // another script, then the first one's file again
-				name := "second.rb"
-				if i == 1 {
-					name = "first.rb"
+	// One tenant's engine with one VM; then two tenants' engines sharing
+	// a pool of one VM (carol runs first, dave second, on the same
+	// mrb_state).
+	pool := NewPool(1)
+	defer pool.Close()
+	engines := map[string]func() (first, second *Engine){
+		"same tenant": func() (*Engine, *Engine) {
+			e := newEngine(scripting.Config{MaxVMs: 1})
+			return e, e
+		},
+		"across tenants": func() (*Engine, *Engine) {
+			return pool.Engine(scripting.Config{FS: scriptingtest.RootFS()}), pool.Engine(scripting.Config{FS: scriptingtest.RootFS()})
+		},
+	}
+	for how, mk := range engines {
+		for _, c := range cases {
+			t.Run(how+"/"+c.name, func(t *testing.T) {
+				carol, dave := mk()
+				defer carol.Close()
+				defer dave.Close()
+				dir := t.TempDir()
+				run(t, carol, dir, "first.rb", c.first)
+				for i := range 2 { // another script, then the first one's file again
+					name := "second.rb"
+					if i == 1 {
+						name = "first.rb"
+					}
+					body, _, err := run(t, dave, dir, name, c.second)
+					if err != nil {
+						t.Fatalf("run %d: %v", i, err)
+					}
+					if body != c.want {
+						t.Errorf("run %d: got %q, want %q", i, body, c.want)
+					}
 				}
-				body, _, err := run(t, e, dir, name, c.second)
-				if err != nil {
-					t.Fatalf("run %d: %v", i, err)
-				}
-				if body != c.want {
-					t.Errorf("run %d: got %q, want %q", i, body, c.want)
-				}
-			}
-		})
+			})
+		}
 	}
 }
 
 // TestCoreIsFrozen checks that changing a core class fails inside the run
 // that tries, with FrozenError.
 func TestCoreIsFrozen(t *testing.T) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	defer e.Close()
 	for _, src := range []string{
 		"class ::String; def size; 0; end; end",
@@ -115,7 +135,7 @@ func TestCoreIsFrozen(t *testing.T) {
 // TestSandbox checks that the gems that reach outside the VM are not
 // built in.
 func TestSandbox(t *testing.T) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	defer e.Close()
 	cases := []struct{ src, want string }{
 		{`r.write([:IO, :File, :Socket, :TCPSocket, :ObjectSpace, :Process, :Dir].select { |c| Object.const_defined?(c) }.inspect)`, "[]"},
@@ -139,7 +159,7 @@ func TestSandbox(t *testing.T) {
 
 // TestPrintLogs checks that puts/print/p log at info, like Lua's print.
 func TestPrintLogs(t *testing.T) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	defer e.Close()
 	p := writeHook(t, t.TempDir(), "h.rb", "puts \"hello\", 1\nprint :sym\nx = p({\"a\" => 1})\nr.write(x.inspect)")
 	req := scriptingtest.NewRequest(scriptingtest.RequestOptions{})
@@ -157,7 +177,7 @@ func TestPrintLogs(t *testing.T) {
 }
 
 func TestReturnValue(t *testing.T) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	defer e.Close()
 	cases := []struct {
 		src    string
@@ -193,7 +213,7 @@ func TestReturnValue(t *testing.T) {
 // TestTimeout stops loops the script cannot escape from, and the engine
 // keeps working afterwards.
 func TestTimeout(t *testing.T) {
-	e := New(scripting.Config{Limits: scripting.Limits{Timeout: 50 * time.Millisecond}, MaxVMs: 1})
+	e := newEngine(scripting.Config{Limits: scripting.Limits{Timeout: 50 * time.Millisecond}, MaxVMs: 1})
 	defer e.Close()
 	dir := t.TempDir()
 	for _, src := range []string{
@@ -223,7 +243,7 @@ func TestTimeout(t *testing.T) {
 }
 
 func TestTimeoutFromContext(t *testing.T) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	defer e.Close()
 	p := writeHook(t, t.TempDir(), "loop.rb", "loop {}")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
@@ -238,7 +258,7 @@ func TestTimeoutFromContext(t *testing.T) {
 // TestHostileErrorValues: describing a failed run must not call the
 // hook's own methods (they would run without the time limit).
 func TestHostileErrorValues(t *testing.T) {
-	e := New(scripting.Config{Limits: scripting.Limits{Timeout: 100 * time.Millisecond}})
+	e := newEngine(scripting.Config{Limits: scripting.Limits{Timeout: 100 * time.Millisecond}})
 	defer e.Close()
 	cases := []struct{ src, want string }{
 		{"class E < StandardError\n  def to_s; loop {}; end\n  def message; loop {}; end\n  def inspect; loop {}; end\nend\nraise E, \"evil\"", "evil (E)"},
@@ -262,7 +282,7 @@ func TestHostileErrorValues(t *testing.T) {
 }
 
 func TestMemoryLimit(t *testing.T) {
-	e := New(scripting.Config{Limits: scripting.Limits{MaxMemory: 16 << 20}, MaxVMs: 1})
+	e := newEngine(scripting.Config{Limits: scripting.Limits{MaxMemory: 16 << 20}, MaxVMs: 1})
 	defer e.Close()
 	dir := t.TempDir()
 	for _, src := range []string{
@@ -283,7 +303,7 @@ func TestMemoryLimit(t *testing.T) {
 }
 
 func TestSyntaxError(t *testing.T) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	defer e.Close()
 	p := writeHook(t, t.TempDir(), "bad.rb", "r.write(\"a\")\n\nx = )\n")
 	for _, err := range []error{e.Check(p), func() error {
@@ -306,7 +326,7 @@ func TestReload(t *testing.T) {
 	var logBuf bytes.Buffer
 	var mu sync.Mutex
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logBuf, mu: &mu}, nil))
-	e := New(scripting.Config{Logger: log, MaxVMs: 2})
+	e := newEngine(scripting.Config{Logger: log, MaxVMs: 2})
 	defer e.Close()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "h.rb")
@@ -356,7 +376,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 // TestConcurrentRuns runs hooks from many goroutines on one engine.
 func TestConcurrentRuns(t *testing.T) {
-	e := New(scripting.Config{MaxVMs: 3})
+	e := newEngine(scripting.Config{MaxVMs: 3})
 	defer e.Close()
 	dir := t.TempDir()
 	p := writeHook(t, dir, "c.rb", `$n = r.vars["i"]; s = ""; 50.times { |i| s << i.to_s }; r.write($n.to_s, ":", Hostd.shared.incr("n").to_s.size > 0 ? "ok" : "")`)
@@ -411,10 +431,19 @@ func TestDefinesMatchBuild(t *testing.T) {
 }
 
 func TestClosedEngine(t *testing.T) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	p := writeHook(t, t.TempDir(), "h.rb", `r.write("x")`)
 	e.Close()
 	if _, err := e.Run(context.Background(), scripting.PhaseContent, p, scriptingtest.NewRequest(scriptingtest.RequestOptions{})); err == nil {
 		t.Fatal("Run after Close succeeded")
 	}
+}
+
+// newEngine is New with a file gate over the whole file system when cfg
+// has none (the tests' hooks live in temporary directories).
+func newEngine(cfg scripting.Config) *Engine {
+	if cfg.FS == nil {
+		cfg.FS = scriptingtest.RootFS()
+	}
+	return New(cfg)
 }

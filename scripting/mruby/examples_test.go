@@ -12,7 +12,7 @@ import (
 // TestExamples runs examples/hooks/ruby with the same expectations as the
 // Lua examples.
 func TestExamples(t *testing.T) {
-	scriptingtest.RunExamples(t, func() scripting.Engine { return New(scripting.Config{}) },
+	scriptingtest.RunExamples(t, func() scripting.Engine { return newEngine(scripting.Config{}) },
 		"../../examples/hooks/ruby", ".rb")
 }
 

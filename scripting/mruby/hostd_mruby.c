@@ -14,6 +14,7 @@
 #include <mruby/array.h>
 #include <mruby/class.h>
 #include <mruby/compile.h>
+#include <mruby/dump.h>
 #include <mruby/error.h>
 #include <mruby/gc.h>
 #include <mruby/hash.h>
@@ -46,6 +47,7 @@ struct hostd_vm {
 		*vars_class, *shared_class, *hostd_mod, *exit_class, *timeout_class,
 		*error_class, *session_class;
 	mrb_value req;        // the current run's request object
+	uint64_t seed;        // the default Random's seed for the next run
 	mrb_sym base_symidx;
 	mrb_sym gc_root;
 };
@@ -515,15 +517,11 @@ freeze_const(mrb_state *mrb, mrb_sym sym, mrb_value v, void *p)
 	(void)mrb;
 	(void)sym;
 	(void)p;
-	switch (mrb_type(v)) {
-	case MRB_TT_STRING:
-	case MRB_TT_ARRAY:
-	case MRB_TT_HASH:
+	// Every object a constant holds (strings, arrays, hashes, Random::DEFAULT
+	// ...): no run may leave state, such as an instance variable, on an
+	// object the next run (another tenant's, with a shared VM) reaches.
+	if (!mrb_immediate_p(v))
 		MRB_SET_FROZEN_FLAG(mrb_basic_ptr(v));
-		break;
-	default:
-		break;
-	}
 	return 0;
 }
 
@@ -627,6 +625,15 @@ setup_body(mrb_state *mrb, void *ud)
 
 	// Symbol.all_symbols would list symbols interned by earlier requests.
 	mrb_undef_class_method(mrb, mrb->symbol_class, "all_symbols");
+	// The collector's settings are the VM's, not the run's: a run that
+	// disabled it would leave the next run (another tenant's) a VM that
+	// never collects.
+	c = mrb_module_get(mrb, "GC");
+	mrb_undef_class_method(mrb, c, "disable");
+	mrb_undef_class_method(mrb, c, "enable");
+	mrb_undef_class_method(mrb, c, "interval_ratio=");
+	mrb_undef_class_method(mrb, c, "step_ratio=");
+	mrb_undef_class_method(mrb, c, "generational_mode=");
 
 	mrb_full_gc(mrb);
 	mrb_objspace_each_objects(mrb, freeze_obj, NULL);
@@ -870,6 +877,92 @@ hostd_vm_release(hostd_vm *vm, struct RProc *proc)
 	mrb_protect_error(vm->mrb, release_body, proc, &failed);
 }
 
+// ---- bytecode: compile once, load into any VM ----
+
+struct dump_args {
+	struct RProc *proc;
+	uint8_t *bin;
+	size_t len;
+	int rc;
+};
+
+static mrb_value
+dump_body(mrb_state *mrb, void *ud)
+{
+	struct dump_args *a = (struct dump_args *)ud;
+	a->rc = mrb_dump_irep(mrb, a->proc->body.irep, MRB_DUMP_DEBUG_INFO, &a->bin, &a->len);
+	return mrb_nil_value();
+}
+
+int
+hostd_vm_dump(hostd_vm *vm, struct RProc *proc, uint8_t **out, size_t *len)
+{
+	mrb_state *mrb = vm->mrb;
+	struct dump_args a = {proc, NULL, 0, -1};
+	mrb_bool failed;
+	int ai = mrb_gc_arena_save(mrb);
+
+	*out = NULL;
+	*len = 0;
+	mrb_protect_error(mrb, dump_body, &a, &failed);
+	mrb_gc_arena_restore(mrb, ai);
+	if (failed || a.rc != MRB_DUMP_OK || !a.bin) {
+		if (a.bin) mrb_free(mrb, a.bin);
+		return 1;
+	}
+	*out = (uint8_t *)malloc(a.len);
+	if (*out) {
+		memcpy(*out, a.bin, a.len);
+		*len = a.len;
+	}
+	mrb_free(mrb, a.bin);
+	return *out ? 0 : 1;
+}
+
+struct load_args {
+	const uint8_t *bin;
+	size_t len;
+	struct RProc *proc;
+};
+
+static mrb_value
+load_body(mrb_state *mrb, void *ud)
+{
+	struct load_args *a = (struct load_args *)ud;
+	mrb_irep *irep = mrb_read_irep_buf(mrb, a->bin, a->len);
+	struct RProc *proc;
+
+	if (!irep) mrb_raise(mrb, E_SCRIPT_ERROR, "bytecode load error");
+	// As mrb_generate_code makes its proc.
+	proc = mrb_proc_new(mrb, irep);
+	mrb_irep_decref(mrb, irep);
+	proc->c = NULL;
+	if (mrb->c->cibase && mrb->c->cibase->proc == proc->upper) proc->upper = NULL;
+	mrb_gc_register(mrb, mrb_obj_value(proc));
+	a->proc = proc;
+	return mrb_nil_value();
+}
+
+int
+hostd_vm_load(hostd_vm *vm, const uint8_t *bin, size_t len, struct RProc **proc)
+{
+	mrb_state *mrb = vm->mrb;
+	struct load_args a = {bin, len, NULL};
+	mrb_bool failed;
+	int ai = mrb_gc_arena_save(mrb);
+
+	mrb_protect_error(mrb, load_body, &a, &failed);
+	mrb_gc_arena_restore(mrb, ai);
+	*proc = failed ? NULL : a.proc;
+	return *proc ? 0 : 1;
+}
+
+void
+hostd_vm_budget(hostd_vm *vm, size_t bytes)
+{
+	vm->limit = vm->used + bytes < vm->used ? (size_t)-1 : vm->used + bytes;
+}
+
 // ---- run ----
 
 struct run_args {
@@ -915,7 +1008,9 @@ run_body(mrb_state *mrb, void *ud)
 	return v;
 }
 
-// reset_globals removes every global variable but the GC root table.
+// reset_body removes every global variable but the GC root table and
+// reseeds the default Random (Kernel#rand), so that a run that called srand
+// leaves the next run nothing predictable.
 static mrb_value
 reset_body(mrb_state *mrb, void *ud)
 {
@@ -926,12 +1021,14 @@ reset_body(mrb_state *mrb, void *ud)
 		mrb_sym s = mrb_symbol(RARRAY_PTR(names)[i]);
 		if (s != vm->gc_root) mrb_gv_remove(mrb, s);
 	}
+	mrb_funcall(mrb, mrb_obj_value(mrb_class_get(mrb, "Random")), "srand", 1,
+		    mrb_int_value(mrb, (mrb_int)(vm->seed & 0x3fffffffffffffffULL)));
 	return mrb_nil_value();
 }
 
 void
 hostd_vm_run(hostd_vm *vm, struct RProc *proc, int last_return, const char *file, int64_t timeout_ns,
-	     uintptr_t handle, hostd_result *res)
+	     uintptr_t handle, uint64_t seed, hostd_result *res)
 {
 	mrb_state *mrb = vm->mrb;
 	struct run_args a = {vm, proc, last_return};
@@ -953,6 +1050,7 @@ hostd_vm_run(hostd_vm *vm, struct RProc *proc, int last_return, const char *file
 	vm->exit_status = 0;
 	vm->explicit_return = 0;
 	vm->handle = handle;
+	vm->seed = seed;
 	mrb->code_fetch_hook = hostd_code_fetch;
 
 	r = mrb_protect_error(mrb, run_body, &a, &failed);

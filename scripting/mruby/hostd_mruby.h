@@ -34,9 +34,18 @@ void hostd_vm_free(hostd_vm *vm);
 int hostd_vm_compile(hostd_vm *vm, const char *src, size_t len, const char *file,
 		     struct RProc **proc, int *last_return, int *line, char **msg);
 void hostd_vm_release(hostd_vm *vm, struct RProc *proc);
+// hostd_vm_dump writes proc's bytecode (RITE, with line numbers) into a
+// malloc'd buffer the caller frees; 0 on success.
+int hostd_vm_dump(hostd_vm *vm, struct RProc *proc, uint8_t **out, size_t *len);
+// hostd_vm_load makes a GC-registered proc of bytecode hostd_vm_dump wrote,
+// in this or another VM; 0 on success.
+int hostd_vm_load(hostd_vm *vm, const uint8_t *bin, size_t len, struct RProc **proc);
+// hostd_vm_budget lets the VM allocate bytes more than it holds now.
+void hostd_vm_budget(hostd_vm *vm, size_t bytes);
 // file is the name the proc was compiled with (for the error line).
+// seed reseeds the default Random after the run.
 void hostd_vm_run(hostd_vm *vm, struct RProc *proc, int last_return, const char *file, int64_t timeout_ns,
-		  uintptr_t handle, hostd_result *res);
+		  uintptr_t handle, uint64_t seed, hostd_result *res);
 size_t hostd_vm_mem(hostd_vm *vm);
 uint32_t hostd_vm_new_syms(hostd_vm *vm);
 int hostd_vm_exceeded(hostd_vm *vm);

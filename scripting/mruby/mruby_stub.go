@@ -33,3 +33,15 @@ func (e *Engine) Check(path string) error { return errNoMruby }
 
 // Close does nothing.
 func (e *Engine) Close() error { return nil }
+
+// Pool is the stand-in for the shared mruby VMs in builds without mruby.
+type Pool struct{}
+
+// NewPool returns a pool whose engines fail like New's.
+func NewPool(maxIdle int) *Pool { return &Pool{} }
+
+// Engine returns an engine whose Run and Check fail.
+func (p *Pool) Engine(cfg scripting.Config) *Engine { return &Engine{} }
+
+// Close does nothing.
+func (p *Pool) Close() {}

@@ -13,7 +13,7 @@ import (
 )
 
 func TestSessionAPI(t *testing.T) {
-	e := New(scripting.Config{})
+	e := newEngine(scripting.Config{})
 	defer e.Close()
 	mgr, err := session.NewManager(session.Options{Store: session.NewMemory(0), Namespace: "a.test", MaxBytes: 200})
 	if err != nil {

@@ -220,6 +220,19 @@ pcall(function() table.insert = nil end)
 pcall(function() getmetatable("").__index.hacked = 1 end)`,
 			Lua:  `r:write(tostring(string.hacked), " ", type(table.insert), " ", tostring(("x").hacked))`,
 			Want: Want{Body: "nil function nil"}},
+		{Name: "functions_do_not_leak", Phase: content,
+			BeforeLua: `function helper() return "leak" end
+local ok = pcall(function() r.leak = 1 end)`,
+			Lua:  `r:write(tostring(helper), " ", tostring(r.leak))`,
+			Want: Want{Body: "nil nil"}},
+		{Name: "prng_seed_does_not_leak", Phase: content,
+			BeforeLua: `pcall(function() math.randomseed(42) end)`,
+			Lua:       `r:write(tostring(math.randomseed), " ", type(math.random()))`,
+			Want:      Want{Body: "nil number"}},
+		{Name: "collector_settings_do_not_leak", Phase: content,
+			BeforeLua: `pcall(function() collectgarbage("stop") end)`,
+			Lua:       `r:write(tostring(collectgarbage))`,
+			Want:      Want{Body: "nil"}},
 		{Name: "api_module_read_only", Phase: content,
 			BeforeLua: `pcall(function() hostd.log = nil end)
 pcall(function() hostd.injected = 1 end)`,
@@ -236,5 +249,37 @@ r:write(first, "|", rest)`,
 		{Name: "io_open_missing", Phase: content,
 			Lua:  "local f, err = io.open(\"/nonexistent/hostd-test\", \"r\")\nr:write(tostring(f), \" \", type(err))",
 			Want: Want{Body: "nil string"}},
+		// The file gate: only the tenant's directories (here the hook and
+		// the data directory), no escape through "..".
+		{Name: "io_outside_roots", Phase: content,
+			Lua: `local out = {}
+for _, p in ipairs({"/etc/passwd", "/proc/self/maps", "/proc/self/task/1/comm", "../x"}) do
+  local f, err = io.open(p, "r")
+  out[#out + 1] = tostring(f) .. " " .. err
+end
+local ok, err = pcall(io.lines, "/etc/hostname")
+out[#out + 1] = tostring(ok) .. " " .. tostring(err:find("/etc/hostname: path is outside the tenant's allowed directories", 1, true) ~= nil)
+r:write(table.concat(out, "\n"))`,
+			Want: Want{Body: "nil /etc/passwd: path is outside the tenant's allowed directories\n" +
+				"nil /proc/self/maps: path is outside the tenant's allowed directories\n" +
+				"nil /proc/self/task/1/comm: path is outside the tenant's allowed directories\n" +
+				"nil ../x: path is outside the tenant's allowed directories\n" +
+				"false true"}},
+		{Name: "io_write_rename_remove", Phase: content, DataFile: "x",
+			Lua: `local dir = r.headers_in["X-Data-File"]:match("^(.*)/")
+local f = assert(io.open(dir .. "/new.txt", "w"))
+f:write("written")
+f:close()
+assert(os.rename(dir .. "/new.txt", "moved.txt")) -- relative: under the first root
+local g = assert(io.open("moved.txt"))
+local got = g:read("*a")
+g:close()
+assert(os.remove("moved.txt"))
+local ok, err = os.rename(dir .. "/data.txt", "/tmp/stolen")
+local ok2, err2 = os.remove("/etc/hostname")
+local outside = "path is outside the tenant's allowed directories"
+r:write(got, "|", tostring(ok), " ", tostring(err:find(outside, 1, true) ~= nil), "|", tostring(ok2), " ", err2,
+  "|", tostring(io.open("moved.txt")))`,
+			Want: Want{Body: "written|nil true|nil /etc/hostname: path is outside the tenant's allowed directories|nil"}},
 	}
 }

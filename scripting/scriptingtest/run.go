@@ -105,6 +105,34 @@ func Run(t *testing.T, newEngine func(t *testing.T, cfg scripting.Config) script
 	}
 }
 
+// RunAcrossTenants runs the cases with a first script (BeforeLua) with
+// that script on one tenant's engine and the case's script on another's,
+// each with its own configuration (shared dictionary, hook directory, file
+// gate). newEngine should make engines sharing one VM (a pool of one), so
+// that the second tenant runs on the VM the first one used: what the first
+// tenant changed must not be visible to the second.
+func RunAcrossTenants(t *testing.T, newEngine func(t *testing.T, cfg scripting.Config) scripting.Engine, ext string, src func(c Case) string) {
+	t.Helper()
+	for _, c := range Cases() {
+		if c.BeforeLua == "" {
+			continue
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			bc := c
+			bc.Name, bc.Lua, bc.BeforeLua = c.Name+"/before", c.BeforeLua, ""
+			carolDir := t.TempDir()
+			carol := newEngine(t, scripting.Config{HookDir: carolDir, FS: DirFS(t, carolDir)})
+			t.Cleanup(func() { carol.Close() })
+			bpath := WriteHook(t, filepath.Join(carolDir, "before"+ext), src(bc))
+			if _, err := carol.Run(context.Background(), c.Phase, bpath, NewRequest(c.Req)); err != nil {
+				t.Fatalf("carol's script: %v", err)
+			}
+			c.BeforeLua = ""
+			RunCase(t, c, newEngine, ext, src) // dave
+		})
+	}
+}
+
 // RunCase runs one case; see Run.
 func RunCase(t *testing.T, c Case, newEngine func(t *testing.T, cfg scripting.Config) scripting.Engine, ext string, src func(c Case) string) {
 	t.Helper()
@@ -119,7 +147,10 @@ func RunCase(t *testing.T, c Case, newEngine func(t *testing.T, cfg scripting.Co
 			t.Fatal(err)
 		}
 	}
-	cfg := scripting.Config{HookDir: dir, Shared: dict}
+	// The gate's roots: the hook directory (where relative names
+	// resolve) and the data directory.
+	dataDir := t.TempDir()
+	cfg := scripting.Config{HookDir: dir, Shared: dict, FS: DirFS(t, dir, dataDir)}
 	if c.Timeout > 0 {
 		cfg.Limits.Timeout = c.Timeout
 	}
@@ -127,7 +158,7 @@ func RunCase(t *testing.T, c Case, newEngine func(t *testing.T, cfg scripting.Co
 	t.Cleanup(func() { eng.Close() })
 
 	if c.DataFile != "" {
-		df := WriteHook(t, filepath.Join(t.TempDir(), "data.txt"), c.DataFile)
+		df := WriteHook(t, filepath.Join(dataDir, "data.txt"), c.DataFile)
 		h := map[string]string{"X-Data-File": df}
 		for k, v := range c.Req.Headers {
 			h[k] = v
