@@ -95,6 +95,7 @@ func LoadPartial(path string) (*Config, []*Broken, error) {
 		errs[i] = vl.errs
 	}
 	checkDuplicates(vs, errs)
+	checkNested(cfg, vs, errs) // policy.go
 	var broken []*Broken
 	for i, f := range files {
 		if len(errs[i]) == 0 {
@@ -283,6 +284,8 @@ func (l *loader) loadMain(file string) *Config {
 			cfg.ServerUID, cfg.ServerGID, cfg.HasServerUser = uid, gid, true
 		}
 	}
+	l.checkPolicy(file, loc, cfg) // policy.go
+	l.checkServerExtras(file, loc, cfg)
 	l.checkSessions(file, loc, &m.Sessions)
 	cfg.Sessions = m.Sessions
 	l.effectiveSessions(cfg, file, &Sessions{})
@@ -393,12 +396,17 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 		l.add(file, loc.line("limits", -1, "max_workers"), "max_workers must not be negative")
 	}
 	if lim.MaxWorkers == 0 {
-		lim.MaxWorkers = 64
+		lim.MaxWorkers = DefaultMaxWorkers() // guard.go
 	}
 	if lim.MaxConcurrent < -1 {
 		l.add(file, loc.line("limits", -1, "max_concurrent"), "max_concurrent must be positive, 0 (default 256) or -1 (unlimited)")
 	} else if lim.MaxConcurrent == 0 {
 		lim.MaxConcurrent = 256
+	}
+	if lim.MaxConcurrentPerClient < -1 {
+		l.add(file, loc.line("limits", -1, "max_concurrent_per_client"), "max_concurrent_per_client must be positive, 0 (default max_concurrent/8) or -1 (unlimited)")
+	} else if lim.MaxConcurrentPerClient == 0 {
+		lim.MaxConcurrentPerClient = DefaultPerClient(lim.MaxConcurrent)
 	}
 	if lim.WorkerIdle == 0 {
 		lim.WorkerIdle = Duration(30e9)
@@ -494,6 +502,7 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 		v.TLSProfile = cfg.Server.TLSProfile
 	}
 	l.checkHSTS(file, line("hsts"), &v.HSTS)
+	l.checkVHostPolicy(cfg, file, loc, v) // policy.go
 	return v
 }
 
