@@ -67,7 +67,7 @@ path = "/admin/*"
 	if a.Root != filepath.Join(dir, "public") || a.UID != 31001 || a.GID != 31001 {
 		t.Errorf("root/uid/gid = %s %d %d", a.Root, a.UID, a.GID)
 	}
-	if a.Limits.ScriptTimeout.Std().Seconds() != 2 || a.Limits.MaxBody != 2<<20 || a.Limits.MaxWorkers != tenant.DefaultMaxWorkers() {
+	if a.Limits.ScriptTimeout.Std().Seconds() != 2 || a.Limits.MaxBody != 2<<20 || a.Limits.MaxWorkers != DefaultMaxWorkers() {
 		t.Errorf("limits = %+v", a.Limits)
 	}
 	if got := a.Hooks[0]; got.File != filepath.Join(dir, "hooks/a.lua") || got.Line() != 8 || !got.Matches("/admin/x") || got.Matches("/x") {
