@@ -22,6 +22,8 @@ type accessLog struct {
 	file *logFile // the log file, reopened on SIGUSR1; nil for stderr or off
 	off  bool
 	json bool // one JSON object per line instead of combined (admin_logs.go)
+	// redact hides secret query values (redact.go); nil keeps them.
+	redact *redactor
 }
 
 func openAccessLog(path string) (*accessLog, error) {
@@ -68,7 +70,7 @@ func (a *accessLog) log(r *http.Request, vhost string, rec *recorder, start time
 	b.WriteString(" - ")
 	b.WriteString(quoteField(user, false))
 	b.WriteString(start.Format(" [02/Jan/2006:15:04:05 -0700] \""))
-	b.WriteString(quoteField(r.Method+" "+r.RequestURI+" "+r.Proto, true))
+	b.WriteString(quoteField(r.Method+" "+a.redact.uri(r.RequestURI)+" "+r.Proto, true))
 	b.WriteString("\" ")
 	b.WriteString(strconv.Itoa(rec.statusCode()))
 	b.WriteByte(' ')
@@ -78,7 +80,7 @@ func (a *accessLog) log(r *http.Request, vhost string, rec *recorder, start time
 		b.WriteString(strconv.FormatInt(rec.bytes, 10))
 	}
 	b.WriteString(" \"")
-	b.WriteString(quoteField(orDash(r.Referer()), true))
+	b.WriteString(quoteField(orDash(a.redact.uri(r.Referer())), true))
 	b.WriteString("\" \"")
 	b.WriteString(quoteField(orDash(r.UserAgent()), true))
 	b.WriteString("\" ")

@@ -127,7 +127,7 @@ func (s *Server) startOps() {
 		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "/status", http.StatusFound)
 		})
-		s.ops.adminSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: s.handshakeErrorLog()}
+		s.ops.adminSrv = &http.Server{Handler: s.adminAuth(mux), ReadHeaderTimeout: 10 * time.Second, ErrorLog: s.handshakeErrorLog()}
 		go s.ops.adminSrv.Serve(s.ops.adminLn)
 	}
 }

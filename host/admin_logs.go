@@ -106,6 +106,7 @@ func openVHostAccessLog(s *Server, vc *tenant.VHost) (*accessLog, error) {
 		return nil, fmt.Errorf("vhost access_log: %w", err)
 	}
 	a.json = s.cfg.Server.LogFormat == "json"
+	a.redact = s.guard.redact
 	return a, nil
 }
 
@@ -136,8 +137,8 @@ func (a *accessLog) logJSON(r *http.Request, vhost string, rec *recorder, start 
 	}
 	ar := accessRecord{
 		Time: start.UTC().Format(time.RFC3339Nano), VHost: vhost, Remote: host, Method: r.Method,
-		URI: r.RequestURI, Proto: r.Proto, Status: rec.statusCode(), Bytes: rec.bytes,
-		Referer: r.Referer(), UserAgent: r.UserAgent(), DurationUS: time.Since(start).Microseconds(),
+		URI: a.redact.uri(r.RequestURI), Proto: r.Proto, Status: rec.statusCode(), Bytes: rec.bytes,
+		Referer: a.redact.uri(r.Referer()), UserAgent: r.UserAgent(), DurationUS: time.Since(start).Microseconds(),
 	}
 	if u, _, ok := r.BasicAuth(); ok {
 		ar.User = u

@@ -197,6 +197,7 @@ func (s *Server) reload(ctx context.Context) (ReloadResult, error) {
 	served := func(name string) bool { return rt.byName[name] != nil }
 	s.states.forget(served)
 	s.sessMem.forget(served)
+	s.guard.cpu.forget(served) // cpugate.go
 	slices.SortStableFunc(p.changes, func(a, b VHostChange) int { return strings.Compare(a.File, b.File) })
 	res.VHosts = p.changes
 	for _, c := range p.changes {

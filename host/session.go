@@ -48,6 +48,8 @@ func newSessions(s *Server, vc *tenant.VHost) (*session.Manager, error) {
 	return session.NewManager(session.Options{
 		Store: st, Namespace: vc.ServerName, Cookie: sc.Cookie,
 		TTL: sc.TTL.Std(), MaxBytes: int(sc.MaxBytes),
+		Keys: s.guard.sessRing, Logger: s.logger.With("vhost", vc.ServerName),
+		OnSealBroken: func() { s.guard.sealBroken.Add(1) },
 	})
 }
 

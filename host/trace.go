@@ -23,10 +23,11 @@ const traceFlush = 50 * time.Millisecond
 // clients. With no subscriber, the request path pays one atomic load.
 // It is safe for concurrent use.
 type tracer struct {
-	n    atomic.Int32 // subscribers
-	euid int          // the server's uid, shown for vhosts without their own identity
-	mu   sync.Mutex
-	subs map[*traceSub]struct{}
+	n      atomic.Int32 // subscribers
+	euid   int          // the server's uid, shown for vhosts without their own identity
+	redact *redactor    // hides secret query values (redact.go)
+	mu     sync.Mutex
+	subs   map[*traceSub]struct{}
 }
 
 // traceSub is one attached client; vhost "" follows every vhost.
@@ -79,7 +80,7 @@ func (t *tracer) publish(v *vhost, rec *recorder, r *http.Request, start time.Ti
 			continue
 		}
 		if line == nil {
-			line = traceLine(v, rec, r, start, d, t.euid)
+			line = traceLine(v, rec, r, start, d, t.euid, t.redact)
 		}
 		select {
 		case sub.lines <- line:
@@ -91,7 +92,7 @@ func (t *tracer) publish(v *vhost, rec *recorder, r *http.Request, start time.Ti
 
 // traceLine is: time vhost uid= tid= method path status bytes duration
 // tls-version handshake.
-func traceLine(v *vhost, rec *recorder, r *http.Request, start time.Time, d time.Duration, euid int) []byte {
+func traceLine(v *vhost, rec *recorder, r *http.Request, start time.Time, d time.Duration, euid int, red *redactor) []byte {
 	b := make([]byte, 0, 192)
 	b = start.UTC().AppendFormat(b, "2006-01-02T15:04:05.000000Z")
 	b = append(b, ' ')
@@ -111,7 +112,7 @@ func traceLine(v *vhost, rec *recorder, r *http.Request, start time.Time, d time
 	b = append(b, ' ')
 	b = append(b, quoteField(r.Method, false)...)
 	b = append(b, ' ')
-	b = append(b, quoteField(r.URL.RequestURI(), false)...)
+	b = append(b, quoteField(red.uri(r.URL.RequestURI()), false)...)
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, int64(rec.statusCode()), 10)
 	b = append(b, ' ')
