@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/hostd/hostd/scripting/session"
 	"github.com/hostd/hostd/tenant"
 )
@@ -147,4 +149,49 @@ func (s *Server) adminAuth(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// guardCollector exports the guard state to Prometheus at scrape time.
+type guardCollector struct{ s *Server }
+
+var (
+	guardSealDesc      = prometheus.NewDesc("hostd_session_seal_failures_total", "Session values that failed authentication (changed, forged or copied in the store) and were replaced by a fresh session.", nil, nil)
+	guardAdminDesc     = prometheus.NewDesc("hostd_admin_unauthorized_total", "admin_listen requests refused for a missing or wrong bearer token.", nil, nil)
+	guardClientDesc    = prometheus.NewDesc("hostd_client_concurrency_rejections_total", "Requests answered 503 by max_concurrent_per_client.", nil, nil)
+	guardTicketDesc    = prometheus.NewDesc("hostd_tls_ticket_vhost_mismatch_total", "TLS session tickets presented on a connection for another vhost (full handshake instead).", nil, nil)
+	guardThreadsDesc   = prometheus.NewDesc("hostd_tenant_threads", "OS threads held for requests by the switching modes.", nil, nil)
+	guardBudgetDesc    = prometheus.NewDesc("hostd_tenant_threads_budget", "server.max_threads (0: unlimited).", nil, nil)
+	guardThreadRejDesc = prometheus.NewDesc("hostd_tenant_thread_rejections_total", "Requests answered 503 because server.max_threads stayed reached.", nil, nil)
+	guardOSThreadsDesc = prometheus.NewDesc("hostd_os_threads", "OS threads of the hostd process (/proc/self/status).", nil, nil)
+	guardCPUWaitDesc   = prometheus.NewDesc("hostd_cpu_gate_waits_total", "Hook, CGI and PHP runs that queued for their tenant's CPU share.", nil, nil)
+	guardCPURejDesc    = prometheus.NewDesc("hostd_cpu_gate_rejections_total", "Runs answered 503 after waiting for their tenant's CPU share.", nil, nil)
+)
+
+func (guardCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{guardSealDesc, guardAdminDesc, guardClientDesc, guardTicketDesc, guardThreadsDesc,
+		guardBudgetDesc, guardThreadRejDesc, guardOSThreadsDesc, guardCPUWaitDesc, guardCPURejDesc} {
+		ch <- d
+	}
+}
+
+func (c guardCollector) Collect(ch chan<- prometheus.Metric) {
+	g := &c.s.guard
+	counter := func(d *prometheus.Desc, v uint64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
+	}
+	gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
+	counter(guardSealDesc, g.sealBroken.Load())
+	counter(guardAdminDesc, g.adminDenied.Load())
+	counter(guardClientDesc, g.perClientRejected.Load())
+	counter(guardTicketDesc, g.ticketMismatch.Load())
+	gauge(guardThreadsDesc, float64(g.threads.inUse.Load()))
+	gauge(guardBudgetDesc, float64(g.threads.limit()))
+	counter(guardThreadRejDesc, g.threads.rejected.Load())
+	gauge(guardOSThreadsDesc, float64(osThreads()))
+	var waits, rej uint64
+	if g.cpu != nil {
+		waits, rej = g.cpu.waits.Load(), g.cpu.rejected.Load()
+	}
+	counter(guardCPUWaitDesc, waits)
+	counter(guardCPURejDesc, rej)
 }

@@ -180,9 +180,9 @@ func (s *Server) newHTTPServer(h http.HandlerFunc, errLog *log.Logger) *http.Ser
 		ReadHeaderTimeout: sc.ReadHeaderTimeout.Std(),
 		ReadTimeout:       sc.ReadTimeout.Std(),
 		// write_timeout is per write progress: withProgressTimeout (capacity.go)
-		IdleTimeout:       sc.IdleTimeout.Std(),
-		MaxHeaderBytes:    int(sc.MaxHeaderBytes),
-		ErrorLog:          errLog,
+		IdleTimeout:    sc.IdleTimeout.Std(),
+		MaxHeaderBytes: int(sc.MaxHeaderBytes),
+		ErrorLog:       errLog,
 	}
 }
 

@@ -1,8 +1,6 @@
 package tenant
 
 import (
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"os"
 	"os/user"
@@ -221,8 +219,7 @@ func (l *loader) checkVHostPolicy(cfg *Config, file string, loc *locator, v *VHo
 }
 
 // checkKeyOwner refuses a tls_key owned by anyone but root (the server)
-// or the vhost's own user, and a certificate that does not name the
-// vhost's server_name: a vhost cannot present another tenant's key.
+// or the vhost's own user: a vhost cannot name another tenant's key.
 func (l *loader) checkKeyOwner(file string, at int, v *VHost, trusted []uint32) {
 	fi, err := os.Stat(v.TLSKey)
 	if err != nil {
@@ -231,25 +228,6 @@ func (l *loader) checkKeyOwner(file string, at int, v *VHost, trusted []uint32) 
 	uid := fi.Sys().(*syscall.Stat_t).Uid
 	if !slices.Contains(trusted[:2], uid) && !(v.User != "" && uid == v.UID) {
 		l.add(file, at, "tls_key %s is owned by uid %d: it must belong to root or to the vhost's user", v.TLSKey, uid)
-	}
-	b, err := os.ReadFile(v.TLSCert)
-	if err != nil {
-		return
-	}
-	blk, _ := pem.Decode(b)
-	if blk == nil {
-		return
-	}
-	c, err := x509.ParseCertificate(blk.Bytes)
-	if err != nil {
-		return
-	}
-	name := v.ServerName
-	if strings.HasPrefix(name, "*.") {
-		name = "hostd-wildcard-probe" + name[1:]
-	}
-	if err := c.VerifyHostname(name); err != nil {
-		l.add(file, nonzero(at, 1), "tls_cert %s does not name server_name %q (%v)", v.TLSCert, v.ServerName, err)
 	}
 }
 
