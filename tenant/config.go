@@ -182,6 +182,10 @@ type Server struct {
 	// user's vhost names (www.dave.example, *.dave.example) or a wildcard
 	// that covers them.
 	NestedNames bool `toml:"nested_names"`
+	// RequireTenantOwned (default false) requires a vhost with a user to
+	// have its root and hook files owned by that user, so a vhost file
+	// cannot borrow another tenant's uid.
+	RequireTenantOwned bool `toml:"require_tenant_owned"`
 
 	// SessionKeys is the file of the secrets session values are sealed
 	// with (default state_dir/session.keys, 0600); servers that share

@@ -32,6 +32,7 @@ type policy struct {
 	modes      []string
 	sessStore  bool
 	nested     bool
+	owned      bool
 }
 
 // checkPolicy validates the [server] policy keys and resolves them into
@@ -40,7 +41,8 @@ func (l *loader) checkPolicy(file string, loc *locator, cfg *Config) {
 	s := &cfg.Server
 	line := func(key string) int { return loc.line("server", -1, key) }
 	p := &policy{trustFiles: s.VHostFilesTrusted == nil || *s.VHostFilesTrusted,
-		sessStore: s.VHostSessionStore == nil || *s.VHostSessionStore, nested: s.NestedNames}
+		sessStore: s.VHostSessionStore == nil || *s.VHostSessionStore, nested: s.NestedNames,
+		owned: s.RequireTenantOwned}
 	p.trusted = []uint32{0, uint32(os.Geteuid())}
 	if fi, err := os.Stat(file); err == nil {
 		// The main file's owner controls the configuration already.
@@ -207,14 +209,21 @@ func (l *loader) checkVHostPolicy(cfg *Config, file string, loc *locator, v *VHo
 		l.add(file, line("sandbox"), "sandbox %q is not in server.allowed_sandboxes (%s)", v.Sandbox, strings.Join(p.modes, ", "))
 	}
 	if !p.sessStore {
+		header := loc.line("sessions", -1, "")
 		for _, k := range []string{"store", "url", "servers", "backup"} {
-			if n := loc.line("sessions", -1, k); n != 0 {
+			if n := loc.line("sessions", -1, k); n != 0 && n != header {
 				l.add(file, n, "sessions.%s: server.vhost_session_store = false: the session store is the main file's", k)
 			}
 		}
 	}
 	if v.TLSKey != "" {
 		l.checkKeyOwner(file, line("tls_key"), v, p.trusted)
+	}
+	if p.owned && v.User != "" {
+		l.checkOwned(file, line("root"), "root", v.Root, v.UID)
+		for i, h := range v.Hooks {
+			l.checkOwned(file, nonzero(loc.line("hooks", i, "file"), h.line), "hook", h.File, v.UID)
+		}
 	}
 }
 
@@ -228,6 +237,17 @@ func (l *loader) checkKeyOwner(file string, at int, v *VHost, trusted []uint32) 
 	uid := fi.Sys().(*syscall.Stat_t).Uid
 	if !slices.Contains(trusted[:2], uid) && !(v.User != "" && uid == v.UID) {
 		l.add(file, at, "tls_key %s is owned by uid %d: it must belong to root or to the vhost's user", v.TLSKey, uid)
+	}
+}
+
+// checkOwned refuses path unless uid owns it (require_tenant_owned).
+func (l *loader) checkOwned(file string, at int, what, path string, uid uint32) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return // reported by the vhost's own checks
+	}
+	if owner := fi.Sys().(*syscall.Stat_t).Uid; owner != uid {
+		l.add(file, at, "%s %s is owned by uid %d, not by the vhost's user %d (server.require_tenant_owned)", what, path, owner, uid)
 	}
 }
 
