@@ -23,8 +23,8 @@ func policyTree(t *testing.T, server, carol string) string {
 	dir := writeTree(t, map[string]string{
 		"hostd.toml": "[server]\nlisten_https = \"127.0.0.1:0\"\nvhosts = \"vhosts.d/*.toml\"\n" + server +
 			"[sessions]\nstore = \"redis\"\nurl = \"redis://:pw@127.0.0.1:6379/0\"\n",
-		"vhosts.d/carol.toml": carol,
-		"vhosts.d/dave.toml":  "server_name = \"dave.example\"\nroot = \"../tenants/dave\"\nuser = \"31004\"\nsandbox = \"thread\"\n",
+		"vhosts.d/carol.toml":      carol,
+		"vhosts.d/dave.toml":       "server_name = \"dave.example\"\nroot = \"../tenants/dave\"\nuser = \"31004\"\nsandbox = \"thread\"\n",
 		"tenants/carol/index.html": "carol\n",
 		"tenants/dave/index.html":  "dave\n",
 		"logs/":                    "",
