@@ -308,3 +308,48 @@ func (s *Server) admitClient(w http.ResponseWriter, r *http.Request, v *vhost) (
 	}
 	return func() { s.guard.clients.exit(k) }, true
 }
+
+// streamProgress is write_timeout per write progress for one HTTP/2
+// stream: its write deadline (which resets the stream when it passes) is
+// moved forward by every write, so a stream whose client never opens its
+// flow-control window gives its handler, and the tenant thread it holds,
+// back after the timeout, while the connection's other streams go on.
+type streamProgress struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	armed   time.Time
+}
+
+func newStreamProgress(w http.ResponseWriter, d time.Duration) http.ResponseWriter {
+	if d <= 0 {
+		return w
+	}
+	return &streamProgress{ResponseWriter: w, rc: http.NewResponseController(w), timeout: d}
+}
+
+func (s *streamProgress) arm() {
+	now := time.Now()
+	if !s.armed.IsZero() && s.armed.Sub(now) > s.timeout-s.timeout/8 {
+		return
+	}
+	s.armed = now.Add(s.timeout)
+	s.rc.SetWriteDeadline(s.armed)
+}
+
+func (s *streamProgress) Write(p []byte) (int, error) {
+	s.arm()
+	return s.ResponseWriter.Write(p)
+}
+
+func (s *streamProgress) WriteHeader(code int) {
+	s.arm()
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *streamProgress) Flush() {
+	s.arm()
+	s.rc.Flush()
+}
+
+func (s *streamProgress) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -372,6 +372,9 @@ func canonicalHost(h string) string {
 // inside alice.example's TLS session gets 421, never bob's content.
 func (s *Server) serveHTTPS(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	if r.ProtoMajor == 2 {
+		w = newStreamProgress(w, s.cfg.Server.WriteTimeout.Std()) // capacity.go
+	}
 	rt := s.routes.Load()
 	v := rt.lookup(canonicalHost(r.Host))
 	rec := newRecorder(w)
