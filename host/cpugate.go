@@ -18,11 +18,12 @@ const cpuWait = 10 * time.Second
 var errCPUBusy = errors.New("the tenant's share of the CPUs stayed taken (server.tenant_cpu_share)")
 
 // cpuGate is the weighted queue in front of tenant code that burns CPU
-// (hook runs, CGI scripts, PHP requests): while another tenant waits, one
-// tenant holds at most share x CPUs of runs at once, and its further runs
-// queue behind its own; while nobody else waits, a tenant may use every
-// CPU (the gate is work-conserving). Waiting tenants are served round
-// robin, so a tenant running endless hooks delays itself, not the others.
+// (hook runs, CGI scripts, PHP requests): while another tenant uses the
+// gate (or did within otherIdle), one tenant holds at most share x CPUs
+// of runs at once, and its further runs queue behind its own; a tenant
+// alone may use every CPU. A tenant under its share never waits. Waiting
+// tenants are served round robin, so a tenant running endless hooks
+// delays itself, not the others.
 // A nil gate (tenant_cpu_share = 1) lets everything run. It is safe for
 // concurrent use.
 type cpuGate struct {
@@ -32,9 +33,42 @@ type cpuGate struct {
 	running int
 	waiting []*cpuTenant // tenants with queued runs, in service order
 	tenants map[string]*cpuTenant
+	// The two tenants last seen in the gate, and when: a tenant may go
+	// beyond its share only when no other tenant was seen for otherIdle.
+	last1, last2 cpuSeen
 
 	waits    atomic.Uint64 // runs that had to queue
 	rejected atomic.Uint64 // runs that waited cpuWait in vain
+}
+
+// otherIdle is how long another tenant must have been absent from the
+// gate before one tenant may use more than its share: about a hook's
+// time limit, so that a tenant whose requests come one after another
+// finds a CPU free each time.
+const otherIdle = time.Second
+
+type cpuSeen struct {
+	t  *cpuTenant
+	at time.Time
+}
+
+// seen records that t used the gate at now. g.mu is held.
+func (g *cpuGate) seen(t *cpuTenant, now time.Time) {
+	if g.last1.t == t {
+		g.last1.at = now
+		return
+	}
+	g.last2, g.last1 = g.last1, cpuSeen{t, now}
+}
+
+// alone reports whether no tenant but t was seen for otherIdle. g.mu is
+// held.
+func (g *cpuGate) alone(t *cpuTenant, now time.Time) bool {
+	other := g.last1
+	if other.t == t {
+		other = g.last2
+	}
+	return other.t == nil || now.Sub(other.at) >= otherIdle
 }
 
 // cpuTenant is one tenant's place in the gate (by server name).
@@ -98,7 +132,9 @@ func (g *cpuGate) run(ctx context.Context, t *cpuTenant, fn func(context.Context
 
 func (g *cpuGate) acquire(ctx context.Context, t *cpuTenant) error {
 	g.mu.Lock()
-	if t.running < g.share || (g.running < g.cpus && len(g.waiting) == 0) {
+	now := time.Now()
+	g.seen(t, now)
+	if t.running < g.share || (g.running < g.cpus && len(g.waiting) == 0 && g.alone(t, now)) {
 		t.running++
 		g.running++
 		g.mu.Unlock()
@@ -147,6 +183,7 @@ func (g *cpuGate) release(t *cpuTenant) {
 	defer g.mu.Unlock()
 	t.running--
 	g.running--
+	g.seen(t, time.Now())
 	g.dispatch()
 }
 
@@ -163,8 +200,9 @@ func (g *cpuGate) dispatch() {
 			}
 		}
 		if pick == nil && g.running < g.cpus {
+			now := time.Now()
 			for _, w := range g.waiting {
-				if pick == nil || w.running < pick.running {
+				if (pick == nil || w.running < pick.running) && g.alone(w, now) {
 					pick = w
 				}
 			}

@@ -23,7 +23,7 @@ const (
 	bobUID   = 31002
 )
 
-func requireRoot(t *testing.T) {
+func requireRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (CI runs as root)")
