@@ -44,10 +44,10 @@ func noisyRun(b *testing.B, mode, share string) (idle, noisy []time.Duration) {
 	}
 	dir := tenantDir(b)
 	hosttest.Write(b, dir, hosttest.Files{
-		"hostd.toml": hosttest.MainConfig + "tenant_cpu_share = " + share + "\nmax_handshakes = -1\naccept_rate = -1\nmax_conns_per_ip = -1\n",
-		"vhosts.d/noisy.toml": vhost("noisy.example", aliceUID),
-		"vhosts.d/quiet.toml": vhost("quiet.example", bobUID),
-		"pub/":                "",
+		"hostd.toml":              hosttest.MainConfig + "tenant_cpu_share = " + share + "\nmax_handshakes = -1\naccept_rate = -1\nmax_conns_per_ip = -1\n",
+		"vhosts.d/noisy.toml":     vhost("noisy.example", aliceUID),
+		"vhosts.d/quiet.toml":     vhost("quiet.example", bobUID),
+		"pub/":                    "",
 		"hooks/noisy.example.lua": "while true do end\n",
 		"hooks/quiet.example.lua": "local x = 0\nfor i = 1, 100000 do x = x + i end\nr:write(tostring(x))\n",
 	})
