@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -194,4 +195,23 @@ func (c guardCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(guardCPUWaitDesc, waits)
 	counter(guardCPURejDesc, rej)
+}
+
+// redisURL returns the [sessions] url with the password of password_file
+// (first line) when one is set.
+func redisURL(sc tenant.Sessions) (string, error) {
+	if sc.PasswordFile == "" {
+		return sc.URL, nil
+	}
+	b, err := os.ReadFile(sc.PasswordFile)
+	if err != nil {
+		return "", fmt.Errorf("password_file: %w", err)
+	}
+	pw, _, _ := strings.Cut(string(b), "\n")
+	u, err := url.Parse(sc.URL)
+	if err != nil {
+		return "", fmt.Errorf("url: %w", err)
+	}
+	u.User = url.UserPassword(u.User.Username(), strings.TrimSpace(pw))
+	return u.String(), nil
 }

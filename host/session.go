@@ -36,7 +36,10 @@ func newSessions(s *Server, vc *tenant.VHost) (*session.Manager, error) {
 	var err error
 	switch sc.Store {
 	case tenant.StoreRedis:
-		st, err = session.NewRedis(sc.URL, 0)
+		var u string
+		if u, err = redisURL(sc); err == nil { // guard.go
+			st, err = session.NewRedis(u, 0)
+		}
 	case tenant.StoreMemcached:
 		st, err = session.NewMemcached(sc.Servers, sc.Backup, 0)
 	default:

@@ -216,12 +216,17 @@ func TestSessionStoreSealed(t *testing.T) {
 	}
 }
 
-// TestSessionStoreAuth: with a Redis password only hostd's main file
-// holds, carol's code cannot even run a command; dave's sessions work.
+// TestSessionStoreAuth: with a Redis password only hostd holds (in a
+// password_file of root's), carol's code cannot even run a command;
+// dave's sessions work.
 func TestSessionStoreAuth(t *testing.T) {
 	requireRoot(t)
 	rd := sessiontest.Redis(t, "--requirepass", "hostd-only-pw")
-	s := storeSite(t, fmt.Sprintf("[sessions]\nstore = \"redis\"\nurl = \"redis://:hostd-only-pw@%s/0\"\n", rd.Addr),
+	pwFile := filepath.Join(t.TempDir(), "redis.pass") // 0700 directory of root's
+	if err := os.WriteFile(pwFile, []byte("hostd-only-pw\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := storeSite(t, fmt.Sprintf("[sessions]\nstore = \"redis\"\nurl = \"redis://%s/0\"\npassword_file = %q\n", rd.Addr, pwFile),
 		hosttest.Files{"r.cgi": redisCGI(rd.Addr)})
 	dave := login(t, s, "dave.example", "user")
 	if got := role(t, s, "dave.example", dave); got != "role=user" {

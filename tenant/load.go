@@ -287,6 +287,7 @@ func (l *loader) loadMain(file string) *Config {
 	l.checkPolicy(file, loc, cfg) // policy.go
 	l.checkServerExtras(file, loc, cfg)
 	l.checkSessions(file, loc, &m.Sessions)
+	m.Sessions.PasswordFile = rel(dir, m.Sessions.PasswordFile)
 	cfg.Sessions = m.Sessions
 	l.effectiveSessions(cfg, file, &Sessions{})
 	return cfg
@@ -496,6 +497,9 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 		}
 	}
 	l.checkSessions(file, loc, &v.Sessions)
+	if v.Sessions.PasswordFile != "" {
+		l.add(file, loc.line("sessions", -1, "password_file"), "sessions.password_file is set in the main file only (a vhost file must not name files root reads)")
+	}
 	v.Sessions = l.effectiveSessions(cfg, file, &v.Sessions)
 	l.checkTLSProfile(file, line("tls_profile"), v.TLSProfile)
 	if v.TLSProfile == "" {

@@ -118,6 +118,8 @@ func TestTenantPolicy(t *testing.T) {
 		{name: "sessions url", server: "vhost_session_store = false\n",
 			carol: carolBase + "[sessions]\nurl = \"redis://10.0.0.9:6379/0\"\n",
 			want:  "carol.toml:6: sessions.url: server.vhost_session_store = false"},
+		{name: "sessions password_file", carol: carolBase + "[sessions]\npassword_file = \"/etc/shadow\"\n",
+			want: "carol.toml:6: sessions.password_file is set in the main file only"},
 		{name: "sessions cookie still allowed", server: "vhost_session_store = false\n",
 			carol: carolBase + "[sessions]\ncookie = \"sid\"\n"},
 		{name: "sandbox none", server: "allowed_sandboxes = [\"thread\", \"inline\"]\ndefault_sandbox = \"thread\"\n",

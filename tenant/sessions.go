@@ -30,6 +30,11 @@ type Sessions struct {
 	TTL Duration `toml:"ttl"`
 	// MaxBytes bounds a session's JSON encoding (default 4096).
 	MaxBytes Size `toml:"max_bytes"`
+	// PasswordFile holds the Redis password (AUTH, or the ACL user's
+	// password with the user named in url), so that it sits in a file
+	// only root reads rather than in a configuration file. Main file
+	// only; it goes with the main file's url, never with a vhost's own.
+	PasswordFile string `toml:"password_file"`
 
 	line int // line of the [sessions] header, 0 when absent
 }
@@ -88,9 +93,10 @@ func (l *loader) checkSessions(file string, loc *locator, s *Sessions) {
 func (l *loader) effectiveSessions(cfg *Config, file string, v *Sessions) Sessions {
 	base, e := cfg.Sessions, *v
 	where, at := file, v.line
+	e.PasswordFile = "" // a vhost never names one (checkSessions)
 	if e.Store == "" || e.Store == base.Store {
 		if e.URL == "" {
-			e.URL = base.URL
+			e.URL, e.PasswordFile = base.URL, base.PasswordFile
 		}
 		if e.Servers == nil {
 			e.Servers = base.Servers
