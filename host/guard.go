@@ -215,3 +215,23 @@ func redisURL(sc tenant.Sessions) (string, error) {
 	u.User = url.UserPassword(u.User.Username(), strings.TrimSpace(pw))
 	return u.String(), nil
 }
+
+// memcachedAuth sets up memcached's ASCII authentication when [sessions]
+// password_file is set: its first line is "USER:PASSWORD", as in
+// memcached's own -Y file.
+func memcachedAuth(mc *session.Memcached, sc tenant.Sessions) error {
+	if sc.PasswordFile == "" {
+		return nil
+	}
+	b, err := os.ReadFile(sc.PasswordFile)
+	if err != nil {
+		return fmt.Errorf("password_file: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	user, pw, ok := strings.Cut(strings.TrimSpace(line), ":")
+	if !ok || user == "" {
+		return fmt.Errorf("password_file %s: want USER:PASSWORD for memcached", sc.PasswordFile)
+	}
+	mc.SetAuth(user, pw)
+	return nil
+}

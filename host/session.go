@@ -41,7 +41,10 @@ func newSessions(s *Server, vc *tenant.VHost) (*session.Manager, error) {
 			st, err = session.NewRedis(u, 0)
 		}
 	case tenant.StoreMemcached:
-		st, err = session.NewMemcached(sc.Servers, sc.Backup, 0)
+		var mc *session.Memcached
+		if mc, err = session.NewMemcached(sc.Servers, sc.Backup, 0); err == nil {
+			st, err = mc, memcachedAuth(mc, sc) // guard.go
+		}
 	default:
 		st = s.sessMem.get(vc.ServerName)
 	}

@@ -245,22 +245,7 @@ func TestSessionStoreAuth(t *testing.T) {
 func TestSessionStoreMemcached(t *testing.T) {
 	requireRoot(t)
 	mc := sessiontest.Memcached(t)
-	_, port, _ := net.SplitHostPort(mc.Addr)
-	script := fmt.Sprintf(`#!/bin/bash
-printf 'Content-Type: text/plain\n\n'
-IFS='&' read -r op key <<< "$QUERY_STRING"
-exec 3<>/dev/tcp/127.0.0.1/%s
-case $op in
-dump) printf 'lru_crawler metadump all\r\n' >&3 ;;
-get)  printf 'get %%s\r\n' "$key" >&3 ;;
-set)  v='{"role":"admin"}'; printf 'set %%s 0 600 %%d\r\n%%s\r\n' "$key" ${#v} "$v" >&3 ;;
-esac
-while IFS= read -r -t 2 line <&3; do
-  printf '%%s\n' "$line" | tr -d '\r\000'
-  case $line in END*|STORED*|ERROR*) break ;; esac
-done
-`, port)
-	s := storeSite(t, fmt.Sprintf("[sessions]\nstore = \"memcached\"\nservers = [%q]\n", mc.Addr), hosttest.Files{"m.cgi": script})
+	s := storeSite(t, fmt.Sprintf("[sessions]\nstore = \"memcached\"\nservers = [%q]\n", mc.Addr), hosttest.Files{"m.cgi": memcachedCGI(mc.Addr)})
 	dave := login(t, s, "dave.example", "user")
 	var daveKey string
 	for _, f := range strings.Fields(carolRuns(t, s, "m.cgi", "dump")) {
@@ -287,4 +272,49 @@ done
 func hashOldKey(vhost, id string) string {
 	sum := sha256.Sum256([]byte(vhost + "\x00" + id))
 	return hex.EncodeToString(sum[:])
+}
+
+// memcachedCGI is carol's client for the memcached at addr, in bash over
+// /dev/tcp: ?dump lists the keys, ?get&KEY reads one, ?set&KEY writes a
+// forged session there.
+func memcachedCGI(addr string) string {
+	_, port, _ := net.SplitHostPort(addr)
+	return fmt.Sprintf(`#!/bin/bash
+printf 'Content-Type: text/plain\n\n'
+IFS='&' read -r op key <<< "$QUERY_STRING"
+exec 3<>/dev/tcp/127.0.0.1/%s
+case $op in
+dump) printf 'lru_crawler metadump all\r\n' >&3 ;;
+get)  printf 'get %%s\r\n' "$key" >&3 ;;
+set)  v='{"role":"admin"}'; printf 'set %%s 0 600 %%d\r\n%%s\r\n' "$key" ${#v} "$v" >&3 ;;
+esac
+while IFS= read -r -t 2 line <&3; do
+  printf '%%s\n' "$line" | tr -d '\r\000'
+  case $line in END*|STORED*|ERROR*|CLIENT_ERROR*) break ;; esac
+done
+`, port)
+}
+
+// TestSessionStoreMemcachedAuth: with memcached's ASCII authentication
+// (memcached -Y) and the credentials in hostd's password_file, carol's
+// code cannot read, list or write anything; dave's sessions work.
+func TestSessionStoreMemcachedAuth(t *testing.T) {
+	requireRoot(t)
+	auth := filepath.Join(t.TempDir(), "memcached.auth")
+	if err := os.WriteFile(auth, []byte("hostd:only-hostd-knows\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mc := sessiontest.Memcached(t, "-Y", auth)
+	s := storeSite(t, fmt.Sprintf("[sessions]\nstore = \"memcached\"\nservers = [%q]\npassword_file = %q\n", mc.Addr, auth),
+		hosttest.Files{"m.cgi": memcachedCGI(mc.Addr)})
+	dave := login(t, s, "dave.example", "user")
+	if got := role(t, s, "dave.example", dave); got != "role=user" {
+		t.Fatalf("dave: %q", got)
+	}
+	for _, q := range []string{"dump", "get&x", "set&x"} {
+		if got := carolRuns(t, s, "m.cgi", q); strings.Contains(got, "key=") || strings.Contains(got, "STORED") ||
+			!strings.Contains(got, "CLIENT_ERROR") {
+			t.Errorf("carol's %s without the credentials: %q", q, got)
+		}
+	}
 }

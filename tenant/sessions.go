@@ -3,6 +3,7 @@ package tenant
 import (
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -30,10 +31,11 @@ type Sessions struct {
 	TTL Duration `toml:"ttl"`
 	// MaxBytes bounds a session's JSON encoding (default 4096).
 	MaxBytes Size `toml:"max_bytes"`
-	// PasswordFile holds the Redis password (AUTH, or the ACL user's
-	// password with the user named in url), so that it sits in a file
-	// only root reads rather than in a configuration file. Main file
-	// only; it goes with the main file's url, never with a vhost's own.
+	// PasswordFile holds the store's password, so that it sits in a file
+	// only root reads rather than in a configuration file: for Redis the
+	// password (AUTH, or the ACL user's, the user named in url); for
+	// memcached "USER:PASSWORD" (memcached -Y). Main file only; it goes
+	// with the main file's store, never with a vhost's own.
 	PasswordFile string `toml:"password_file"`
 
 	line int // line of the [sessions] header, 0 when absent
@@ -96,7 +98,7 @@ func (l *loader) effectiveSessions(cfg *Config, file string, v *Sessions) Sessio
 	e.PasswordFile = "" // a vhost never names one (checkSessions)
 	if e.Store == "" || e.Store == base.Store {
 		if e.URL == "" {
-			e.URL, e.PasswordFile = base.URL, base.PasswordFile
+			e.URL = base.URL
 		}
 		if e.Servers == nil {
 			e.Servers = base.Servers
@@ -119,6 +121,10 @@ func (l *loader) effectiveSessions(cfg *Config, file string, v *Sessions) Sessio
 	}
 	if e.MaxBytes == 0 {
 		e.MaxBytes = base.MaxBytes
+	}
+	if e.Store == base.Store && e.URL == base.URL && slices.Equal(e.Servers, base.Servers) && slices.Equal(e.Backup, base.Backup) {
+		// The main file's password goes to the main file's store only.
+		e.PasswordFile = base.PasswordFile
 	}
 	if e.Store == "" {
 		e.Store = StoreMemory

@@ -33,15 +33,16 @@ func Redis(t testing.TB, extra ...string) *Server {
 	})
 }
 
-// Memcached starts a memcached on a free loopback port; it is killed when
-// the test ends.
-func Memcached(t testing.TB) *Server {
+// Memcached starts a memcached on a free loopback port, with extra
+// arguments appended (e.g. "-Y", authFile); it is killed when the test
+// ends.
+func Memcached(t testing.TB, extra ...string) *Server {
 	return start(t, "memcached", func(port int) []string {
 		args := []string{"-l", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "0", "-m", "64"}
 		if os.Geteuid() == 0 {
 			args = append(args, "-u", "root")
 		}
-		return args
+		return append(args, extra...)
 	})
 }
 
