@@ -162,15 +162,8 @@ func TestSlowClientsCannotPin(t *testing.T) {
 	})
 
 	t.Run("8 slow HTTP/1.1 readers", func(t *testing.T) {
-		tc := hosttest.TLSConfig("slow.example")
-		tc.NextProtos = []string{"http/1.1"}
 		for range 8 {
-			c, err := tls.Dial("tcp", s.HTTPSAddr(), tc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			io.WriteString(c, "GET /big.bin HTTP/1.1\r\nHost: slow.example\r\n\r\n")
+			unreadDownload(t, s)
 		}
 		time.Sleep(300 * time.Millisecond)
 		d := eventually(t, 6*time.Second, "slow.example for another client", func() int { return freshGet(s, "slow.example", "/small.txt") })
@@ -181,14 +174,7 @@ func TestSlowClientsCannotPin(t *testing.T) {
 	})
 
 	t.Run("slow moving download survives", func(t *testing.T) {
-		tc := hosttest.TLSConfig("slow.example")
-		tc.NextProtos = []string{"http/1.1"}
-		c, err := tls.Dial("tcp", s.HTTPSAddr(), tc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		io.WriteString(c, "GET /big.bin HTTP/1.1\r\nHost: slow.example\r\n\r\n")
+		c := unreadDownload(t, s)
 		buf := make([]byte, 32<<10)
 		var got int
 		start := time.Now()
@@ -222,21 +208,16 @@ func isClosed(err error) bool {
 func TestPerClientLimit(t *testing.T) {
 	requireRoot(t)
 	s := slowSite(t, "max_concurrent = 64\nmax_concurrent_per_client = 2\n")
-	tc := hosttest.TLSConfig("slow.example")
-	tc.NextProtos = []string{"http/1.1"}
 	for range 2 {
-		c, err := tls.Dial("tcp", s.HTTPSAddr(), tc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		io.WriteString(c, "GET /big.bin HTTP/1.1\r\nHost: slow.example\r\n\r\n")
+		unreadDownload(t, s)
 	}
 	time.Sleep(300 * time.Millisecond)
 	if code := freshGet(s, "slow.example", "/small.txt"); code != http.StatusServiceUnavailable {
 		t.Errorf("third request of 127.0.0.1: %d, want 503", code)
 	}
 	// Another loopback address is another client.
+	tc := hosttest.TLSConfig("slow.example")
+	tc.NextProtos = []string{"http/1.1"}
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
 	c, err := tls.DialWithDialer(&d, "tcp", s.HTTPSAddr(), tc)
 	if err != nil {
@@ -253,4 +234,19 @@ func TestPerClientLimit(t *testing.T) {
 	if v, ok := metricValue(scrape(t, adminTarget{s.AdminAddr(), s.AdminToken()}), "hostd_client_concurrency_rejections_total", nil); !ok || v < 1 {
 		t.Errorf("hostd_client_concurrency_rejections_total = %v", v)
 	}
+}
+
+// unreadDownload starts a download of slow.example/big.bin over HTTP/1.1
+// and reads nothing; the connection is closed when the test ends.
+func unreadDownload(t *testing.T, s *hosttest.Server) net.Conn {
+	t.Helper()
+	tc := hosttest.TLSConfig("slow.example")
+	tc.NextProtos = []string{"http/1.1"}
+	c, err := tls.Dial("tcp", s.HTTPSAddr(), tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	io.WriteString(c, "GET /big.bin HTTP/1.1\r\nHost: slow.example\r\n\r\n")
+	return c
 }

@@ -74,24 +74,7 @@ func (s *Server) initGuard(cfg *tenant.Config) error {
 
 // runGuard rotates the session secrets until ctx is done.
 func (s *Server) runGuard(ctx context.Context) {
-	g := &s.guard
-	t := time.NewTicker(min(g.sessKeys.period/4, time.Minute))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			keys, changed, err := g.sessKeys.sync(now)
-			if err != nil {
-				s.logger.Error("session keys", "err", err)
-				continue
-			}
-			if changed {
-				g.sessRing.Set(keys)
-			}
-		}
-	}
+	s.guard.sessKeys.watch(ctx, s.guard.sessRing.Set)
 }
 
 // AdminToken returns the bearer token admin_listen requires ("" when

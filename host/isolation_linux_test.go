@@ -47,6 +47,7 @@ sandbox = %q
 worker_idle = "300ms"
 max_workers = 16
 script_timeout = "20s" # the stress test runs 400 requests at once under -race
+max_concurrent_per_client = -1 # ... all from 127.0.0.1
 [cgi]
 enabled = true
 [[hooks]]
