@@ -107,7 +107,7 @@ type Server struct {
 
 	ReadHeaderTimeout Duration `toml:"read_header_timeout"` // default 10s
 	ReadTimeout       Duration `toml:"read_timeout"`        // default 60s
-	WriteTimeout      Duration `toml:"write_timeout"`       // default 0: none
+	WriteTimeout      Duration `toml:"write_timeout"`       // default 60s, per write progress; "0s" = none
 	IdleTimeout       Duration `toml:"idle_timeout"`        // default 120s
 	ShutdownTimeout   Duration `toml:"shutdown_timeout"`    // default 10s
 	MaxHeaderBytes    Size     `toml:"max_header_bytes"`    // default 64KiB
