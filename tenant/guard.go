@@ -46,7 +46,8 @@ func DefaultPerClient(maxConcurrent int) int {
 func (l *loader) checkServerExtras(file string, loc *locator, cfg *Config) {
 	s := &cfg.Server
 	line := func(key string) int { return loc.line("server", -1, key) }
-	if s.WriteTimeout == 0 && loc.line("server", -1, "write_timeout") == 0 {
+	if at := loc.line("server", -1, "write_timeout"); s.WriteTimeout == 0 && (at == 0 || at == loc.line("server", -1, "")) {
+		// Not set ("0s" turns it off).
 		s.WriteTimeout = Duration(DefaultWriteTimeout)
 	}
 	if s.SessionKeys == "" {
