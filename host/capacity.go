@@ -138,16 +138,24 @@ func (c *progressConn) SetDeadline(t time.Time) error {
 }
 
 // h2MaxStreams is HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS: server
-// h2_max_streams, or the largest max_concurrent_per_client of the vhosts
-// (at least 16, at most 250): a client gains nothing by opening more
-// streams than it may run on one vhost.
+// h2_max_streams, or the largest max_concurrent_per_client of the vhosts,
+// at least 100 and at most 250 (250 when a vhost has no per-client
+// limit). Streams beyond a client's limit are answered 503 at once, so a
+// client gains nothing by opening more. It is not set lower than 100:
+// clients send their first burst before they see the server's SETTINGS,
+// and with a lower limit Go's client saw streams of such a burst refused
+// and its connections reset (TestTenantStress, 200 requests at once).
 func (s *Server) h2MaxStreams() int {
 	if n := s.cfg.Server.H2MaxStreams; n > 0 {
 		return n
 	}
-	n := 16
+	n := 100
 	for _, v := range s.cfg.VHosts {
-		n = max(n, v.Limits.MaxConcurrentPerClient)
+		pc := v.Limits.MaxConcurrentPerClient
+		if pc <= 0 {
+			return 250
+		}
+		n = max(n, pc)
 	}
 	return min(n, 250)
 }

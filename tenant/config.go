@@ -204,7 +204,7 @@ type Server struct {
 	// to handshake_wait, then get 503.
 	MaxThreads int `toml:"max_threads"`
 	// H2MaxStreams is HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS (default:
-	// the largest max_concurrent_per_client, at least 16).
+	// the largest max_concurrent_per_client, 100 to 250).
 	H2MaxStreams int `toml:"h2_max_streams"`
 	// TenantCPUShare is the share of the CPUs one tenant's hooks, CGI and
 	// PHP may hold while another tenant waits (default 0.5; 1 = off).
