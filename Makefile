@@ -65,6 +65,11 @@ vet: $(BUILD_DEPS)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed" >&2; exit 1; }
 	$(GO) vet ./...
 
+# Tests write configurations and logs under $TMPDIR, and hostd refuses a
+# log or configuration path below a directory others can write (a /tmp or
+# /var/tmp without its sticky bit, as some shared machines have them): as
+# root the tests use a directory of their own, /run/hostd-test (0755).
+test: export TMPDIR = $(shell install -d -m 0755 /run/hostd-test 2>/dev/null && echo /run/hostd-test || echo $${TMPDIR:-/tmp})
 test: deps $(BUILD_DEPS) vet
 	$(GO) test -race -count=1 -timeout 20m ./...
 	@# the pure-Go build (no libmruby): builds, and its mruby stub says so

@@ -94,11 +94,18 @@ func TestQuickSubset(t *testing.T) {
 		t.Fatalf("sweeps: %+v", rep.Sweeps)
 	}
 	for _, p := range rep.Sweeps[0].Points {
-		// Far below capacity, the server answers what is offered. A
-		// request or two the generator could not send in time on a busy
-		// machine (-race, other tests) is tolerated.
-		maxUnsent := int64(0.02*p.Offered*0.3) + 1
-		if p.RPS < 0.8*p.Offered || p.RPS > 1.05*p.Offered || p.Errors[load.ErrUnsent] > maxUnsent {
+		// Far below capacity, the server answers what is offered; what
+		// the generator could not send in time on a busy machine (-race,
+		// other tests) it counts as unsent rather than sending it late,
+		// and no other error may occur.
+		unsent := p.Errors[load.ErrUnsent]
+		others := int64(0)
+		for k, n := range p.Errors {
+			if k != load.ErrUnsent {
+				others += n
+			}
+		}
+		if p.RPS < 0.5*p.Offered || p.RPS > 1.05*p.Offered || others != 0 || float64(unsent) > 0.4*p.Offered {
 			t.Errorf("sweep point offered %.0f achieved %.1f errors %v", p.Offered, p.RPS, p.Errors)
 		}
 	}

@@ -134,6 +134,10 @@ max_handshakes = -1
 			fmt.Fprintf(&b, "user = \"%d\"\n", FirstUID+i)
 		}
 		fmt.Fprintf(&b, "sandbox = %q\nallow_http = true\n", mode)
+		if mode == "none" || mode == "suexec" {
+			// The baseline columns: hooks (and, in none, CGI) run as the server.
+			b.WriteString("run_as_server = true\n")
+		}
 		b.WriteString("\n[cgi]\nenabled = true\nextensions = [\".cgi\"]\n")
 		if s.phpCGI != "" {
 			fmt.Fprintf(&b, "interpreters = { \".phpcgi\" = %q }\n", s.phpCGI)

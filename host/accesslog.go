@@ -3,6 +3,7 @@ package host
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -10,6 +11,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hostd/hostd/host/logtext"
+	"github.com/hostd/hostd/sandbox"
 )
 
 // accessLog writes one line per request in the combined log format,
@@ -26,14 +30,17 @@ type accessLog struct {
 	redact *redactor
 }
 
-func openAccessLog(path string) (*accessLog, error) {
+// openAccessLog opens an access log: "" is off, "-" is stderr, else a file
+// opened under policy (gid: the tenant's group for a vhost's own log, -1
+// for the server's).
+func openAccessLog(path string, policy sandbox.LogPolicy, gid int, logger *slog.Logger) (*accessLog, error) {
 	switch path {
 	case "":
 		return &accessLog{off: true}, nil
 	case "-":
 		return &accessLog{w: os.Stderr}, nil
 	}
-	f, err := openLogFile(path)
+	f, err := openLogFile(path, policy, gid, logger)
 	if err != nil {
 		return nil, fmt.Errorf("access log: %w", err)
 	}
@@ -68,9 +75,9 @@ func (a *accessLog) log(r *http.Request, vhost string, rec *recorder, start time
 	b.WriteByte(' ')
 	b.WriteString(host)
 	b.WriteString(" - ")
-	b.WriteString(quoteField(user, false))
+	b.WriteString(logtext.Field(user))
 	b.WriteString(start.Format(" [02/Jan/2006:15:04:05 -0700] \""))
-	b.WriteString(quoteField(r.Method+" "+a.redact.uri(r.RequestURI)+" "+r.Proto, true))
+	b.WriteString(logtext.Quote(r.Method + " " + a.redact.uri(r.RequestURI) + " " + r.Proto))
 	b.WriteString("\" ")
 	b.WriteString(strconv.Itoa(rec.statusCode()))
 	b.WriteByte(' ')
@@ -80,9 +87,9 @@ func (a *accessLog) log(r *http.Request, vhost string, rec *recorder, start time
 		b.WriteString(strconv.FormatInt(rec.bytes, 10))
 	}
 	b.WriteString(" \"")
-	b.WriteString(quoteField(orDash(a.redact.uri(r.Referer())), true))
+	b.WriteString(logtext.Quote(orDash(a.redact.uri(r.Referer()))))
 	b.WriteString("\" \"")
-	b.WriteString(quoteField(orDash(r.UserAgent()), true))
+	b.WriteString(logtext.Quote(orDash(r.UserAgent())))
 	b.WriteString("\" ")
 	b.WriteString(strconv.FormatInt(time.Since(start).Microseconds(), 10))
 	b.WriteByte('\n')
@@ -96,31 +103,6 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// quoteField escapes what a client sent so that it cannot forge log lines
-// or fields: control characters, quotes and backslashes become \xHH.
-func quoteField(s string, inQuotes bool) string {
-	clean := true
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == 0x7f || c == '"' || c == '\\' || (!inQuotes && c == ' ') {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c == 0x7f || c == '"' || c == '\\' || (!inQuotes && c == ' ') {
-			fmt.Fprintf(&b, `\x%02x`, c)
-			continue
-		}
-		b.WriteByte(c)
-	}
-	return b.String()
 }
 
 // recorder wraps a ResponseWriter to learn the status and body size for

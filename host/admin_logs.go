@@ -4,33 +4,53 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/hostd/hostd/host/logtext"
+	"github.com/hostd/hostd/sandbox"
 	"github.com/hostd/hostd/tenant"
 )
 
 // logFile is an append-only log file that can be reopened after logrotate
-// moved it away. It is safe for concurrent use.
+// moved it away. It is opened, and reopened, under sandbox.LogPolicy: every
+// directory on the way and the file itself must be out of the tenants'
+// reach, the file is never a symbolic link, FIFO or hard link, and a
+// tenant's own log gets the tenant's group so the tenant can read it. It is
+// safe for concurrent use.
 type logFile struct {
-	path string
-	mu   sync.RWMutex
-	f    *os.File
+	path   string
+	policy sandbox.LogPolicy
+	gid    int // group of a tenant's log; -1 for the server's own
+	logger *slog.Logger
+	mu     sync.RWMutex
+	f      *os.File
 }
 
-func openLogFile(path string) (*logFile, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+// openLogFile opens path for appending under policy; gid is the tenant's
+// group, or -1.
+func openLogFile(path string, policy sandbox.LogPolicy, gid int, logger *slog.Logger) (*logFile, error) {
+	l := &logFile{path: path, policy: policy, gid: gid, logger: logger}
+	f, err := l.open()
 	if err != nil {
 		return nil, err
 	}
-	return &logFile{path: path, f: f}, nil
+	l.f = f
+	return l, nil
+}
+
+func (l *logFile) open() (*os.File, error) {
+	f, err := sandbox.OpenLogFile(l.path, l.policy, l.gid)
+	if err != nil && f != nil && errors.Is(err, sandbox.ErrLogGroup) {
+		// The file is usable; the tenant just cannot read it.
+		l.logger.Warn("log file kept without the tenant's group", "err", err)
+		err = nil
+	}
+	return f, err
 }
 
 func (l *logFile) Write(p []byte) (int, error) {
@@ -39,9 +59,10 @@ func (l *logFile) Write(p []byte) (int, error) {
 	return l.f.Write(p)
 }
 
-// Reopen opens the path again and switches writes to the new file.
+// Reopen opens the path again, under the same rules, and switches writes
+// to the new file. When that fails the old file stays in use.
 func (l *logFile) Reopen() error {
-	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	f, err := l.open()
 	if err != nil {
 		return fmt.Errorf("reopen %s: %w", l.path, err)
 	}
@@ -96,12 +117,12 @@ func (s *Server) ReopenLogs() error {
 }
 
 // openVHostAccessLog opens a vhost's own access_log, or returns nil when
-// it has none.
+// it has none. The tenant's group may read it.
 func openVHostAccessLog(s *Server, vc *tenant.VHost) (*accessLog, error) {
 	if vc.AccessLog == "" {
 		return nil, nil
 	}
-	a, err := openAccessLog(vc.AccessLog)
+	a, err := openAccessLog(vc.AccessLog, s.cfg.LogPolicy(), vc.LogGroup(), s.logger)
 	if err != nil {
 		return nil, fmt.Errorf("vhost access_log: %w", err)
 	}
@@ -128,20 +149,22 @@ type accessRecord struct {
 	Resumed    bool   `json:"resumed,omitempty"`
 }
 
-// logJSON writes the request as one JSON object; encoding/json escapes
-// whatever the client sent, so it cannot forge lines.
+// logJSON writes the request as one JSON object. What the client sent is
+// escaped with logtext first (DEL, C1 controls and bidi overrides, which
+// JSON leaves alone, included), so every string field holds the same text
+// as in the combined format and no line can be forged.
 func (a *accessLog) logJSON(r *http.Request, vhost string, rec *recorder, start time.Time) {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr
 	}
 	ar := accessRecord{
-		Time: start.UTC().Format(time.RFC3339Nano), VHost: vhost, Remote: host, Method: r.Method,
-		URI: a.redact.uri(r.RequestURI), Proto: r.Proto, Status: rec.statusCode(), Bytes: rec.bytes,
-		Referer: a.redact.uri(r.Referer()), UserAgent: r.UserAgent(), DurationUS: time.Since(start).Microseconds(),
+		Time: start.UTC().Format(time.RFC3339Nano), VHost: vhost, Remote: host, Method: logtext.Escape(r.Method),
+		URI: logtext.Escape(a.redact.uri(r.RequestURI)), Proto: logtext.Escape(r.Proto), Status: rec.statusCode(), Bytes: rec.bytes,
+		Referer: logtext.Escape(a.redact.uri(r.Referer())), UserAgent: logtext.Escape(r.UserAgent()), DurationUS: time.Since(start).Microseconds(),
 	}
 	if u, _, ok := r.BasicAuth(); ok {
-		ar.User = u
+		ar.User = logtext.Escape(u)
 	}
 	if r.TLS != nil {
 		ar.TLS, ar.Resumed = tlsVersionName(r.TLS.Version), r.TLS.DidResume

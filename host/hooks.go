@@ -3,9 +3,11 @@ package host
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"path/filepath"
 
+	"github.com/hostd/hostd/sandbox"
 	"github.com/hostd/hostd/scripting"
 	"github.com/hostd/hostd/tenant"
 )
@@ -128,7 +130,11 @@ func (v *vhost) runLogPhase(hr *hookRequest, status int) {
 	run := func() {
 		defer v.logWG.Done()
 		err := v.run(context.Background(), func() { v.runPhase(context.Background(), scripting.PhaseLog, hr) })
-		if err != nil {
+		var pe *sandbox.PanicError
+		switch {
+		case errors.As(err, &pe):
+			v.logger.Error("panic in the log phase", "path", hr.path, "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
+		case err != nil:
 			v.logger.Warn("log hooks not run", "err", err)
 		}
 	}

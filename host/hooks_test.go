@@ -11,7 +11,7 @@ import (
 
 func hookSite(hooks string, scripts map[string]string) hosttest.Files {
 	f := hosttest.Files{
-		"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../pub\"\n[limits]\nscript_timeout = \"200ms\"\n" + hooks,
+		"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../pub\"\nrun_as_server = true\n[limits]\nscript_timeout = \"200ms\"\n" + hooks,
 		"pub/index.html":  "static index\n",
 		"pub/page.html":   "static page\n",
 	}

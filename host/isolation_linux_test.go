@@ -35,7 +35,8 @@ func requireRoot(t testing.TB) {
 // a Lua hook; alice's root also holds a hard link to bob's secret and a
 // file owned by bob, which os.Root would happily open: only the kernel,
 // checking the tenant's identity, keeps them out.
-func isolationSite(t *testing.T, mode string) *hosttest.Server {
+// Extra lines go at the top level of both vhost files.
+func isolationSite(t *testing.T, mode string, extra ...string) *hosttest.Server {
 	t.Helper()
 	dir := tenantDir(t)
 	vhost := func(name string, uid int) string {
@@ -43,6 +44,7 @@ func isolationSite(t *testing.T, mode string) *hosttest.Server {
 root = "../%s"
 user = "%d"
 sandbox = %q
+%s
 [limits]
 worker_idle = "300ms"
 max_workers = 16
@@ -54,7 +56,7 @@ enabled = true
 phase = "content"
 file = "../hooks/%s/probe.lua"
 path = "/probe"
-`, name+".example", name, uid, mode, name)
+`, name+".example", name, uid, mode, strings.Join(extra, "\n"), name)
 	}
 	probe := `
 local what = r.args.what
@@ -83,17 +85,7 @@ end`
 		"hooks/bob/probe.lua":   probe,
 		"outside/":              "",
 	})
-	own := func(uid int, mode os.FileMode, paths ...string) {
-		for _, p := range paths {
-			p = filepath.Join(dir, p)
-			if err := os.Chown(p, uid, uid); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Chmod(p, mode); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	own := func(uid int, mode os.FileMode, paths ...string) { chown(t, dir, uid, mode, paths...) }
 	own(aliceUID, 0o755, "alice", "alice/cgi", "alice/cgi/id.cgi")
 	own(aliceUID, 0o600, "alice/whoami.txt")
 	own(aliceUID, 0o644, "alice/index.html")
@@ -181,10 +173,11 @@ func TestTenantIsolation(t *testing.T) {
 }
 
 // TestNoneModeIsTheBaseline shows what the sandbox prevents: in mode none
-// the server's (root) identity opens the hard link to bob's secret.
+// the server's (root) identity opens the hard link to bob's secret. Hooks
+// running as the server must be accepted with run_as_server.
 func TestNoneModeIsTheBaseline(t *testing.T) {
 	requireRoot(t)
-	s := isolationSite(t, "suexec")
+	s := isolationSite(t, "suexec", "run_as_server = true")
 	alice := s.Client("alice.example", false)
 	if r := hosttest.Get(t, alice, "https://alice.example/hardlink.txt"); r.StatusCode != 200 || r.Body != "bob secret\n" {
 		t.Errorf("suexec static file as server identity: %d %q", r.StatusCode, r.Body)

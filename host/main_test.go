@@ -4,6 +4,8 @@ import (
 	"os"
 	"runtime"
 	"testing"
+
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 // init keeps the main goroutine on the main thread, as hostd's main does,
@@ -11,4 +13,7 @@ import (
 // thread (inline mode), whose ids /proc/PID/status shows.
 func init() { runtime.LockOSThread() }
 
-func TestMain(m *testing.M) { os.Exit(m.Run()) }
+func TestMain(m *testing.M) {
+	sandboxtest.UseSafeTempDir()
+	os.Exit(m.Run())
+}

@@ -153,16 +153,20 @@ func (s *Server) serveTracked(rec *recorder, r *http.Request, v *vhost, start ti
 	if tracing {
 		rec.wantTID = true
 	}
+	// Deferred, so that an aborted response (a re-raised
+	// http.ErrAbortHandler) leaves the vhost and is counted and logged.
+	defer func() {
+		v.ops.exit()
+		d := time.Since(start)
+		v.ops.record(rec.statusCode(), rec.bytes, d, s.ops.metricsOn)
+		if v.acc != nil {
+			v.acc.log(r, v.cfg.ServerName, rec, start)
+		}
+		if tracing {
+			s.ops.trace.publish(v, rec, r, start, d)
+		}
+	}()
 	s.serveVHost(rec, r, v)
-	v.ops.exit()
-	d := time.Since(start)
-	v.ops.record(rec.statusCode(), rec.bytes, d, s.ops.metricsOn)
-	if v.acc != nil {
-		v.acc.log(r, v.cfg.ServerName, rec, start)
-	}
-	if tracing {
-		s.ops.trace.publish(v, rec, r, start, d)
-	}
 }
 
 // countHandshake is the TLS config's VerifyConnection: it runs once per

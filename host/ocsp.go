@@ -78,7 +78,14 @@ func (st *ocspStapler) staple(c *tls.Certificate) *tls.Certificate {
 	}
 	v, ok := st.certs.Load(c)
 	if !ok {
-		v, _ = st.certs.LoadOrStore(c, st.newEntry(c))
+		var loaded bool
+		if v, loaded = st.certs.LoadOrStore(c, st.newEntry(c)); !loaded && v.(*ocspEntry).issuer != nil {
+			// Wake the refresher only now that it can find the entry.
+			select {
+			case st.wake <- struct{}{}:
+			default:
+			}
+		}
 	}
 	e := v.(*ocspEntry)
 	if now := time.Now().Unix(); e.lastUsed.Load() != now {
@@ -90,8 +97,9 @@ func (st *ocspStapler) staple(c *tls.Certificate) *tls.Certificate {
 	return c
 }
 
-// newEntry registers c; one that can be stapled is fetched at once (and
-// stapled from the disk cache meanwhile, when a valid response is there).
+// newEntry makes c's entry; one that can be stapled is fetched at once
+// once stored (and stapled from the disk cache meanwhile, when a valid
+// response is there).
 func (st *ocspStapler) newEntry(c *tls.Certificate) *ocspEntry {
 	e := &ocspEntry{cert: c, leaf: c.Leaf}
 	if e.leaf == nil && len(c.Certificate) > 0 {
@@ -109,10 +117,6 @@ func (st *ocspStapler) newEntry(c *tls.Certificate) *ocspEntry {
 		if resp, err := st.check(e, der, time.Now()); err == nil {
 			st.install(e, der, resp)
 		}
-	}
-	select {
-	case st.wake <- struct{}{}:
-	default:
 	}
 	return e
 }

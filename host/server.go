@@ -106,7 +106,7 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, logger: logger, build: opts.Build.ReadBuildInfo()}
 	s.version = s.build.String()
-	access, err := openAccessLog(cfg.AccessLog)
+	access, err := openAccessLog(cfg.AccessLog, cfg.LogPolicy(), -1, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -127,6 +127,9 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 		if s.spawner, err = sandbox.NewSpawner(logger); err != nil {
 			s.access.Close()
 			return nil, fmt.Errorf("cgi spawner: %w", err)
+		}
+		if c := s.spawner.Containment(); !c.Rlimits {
+			logger.Warn("CGI resource limits cannot be enforced", "reason", c.RlimitsWhyNot)
 		}
 	}
 	rt, err := s.buildRoutes(cfg, opts)
@@ -372,6 +375,7 @@ func canonicalHost(h string) string {
 // inside alice.example's TLS session gets 421, never bob's content.
 func (s *Server) serveHTTPS(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	closeAfterChunked(w, r)
 	if r.ProtoMajor == 2 {
 		w = newStreamProgress(w, s.cfg.Server.WriteTimeout.Std()) // capacity.go
 	}
@@ -379,6 +383,9 @@ func (s *Server) serveHTTPS(w http.ResponseWriter, r *http.Request) {
 	v := rt.lookup(canonicalHost(r.Host))
 	rec := newRecorder(w)
 	name := "-"
+	// Deferred: an aborted response (a re-raised http.ErrAbortHandler) is
+	// logged too, then the panic goes on to net/http.
+	defer func() { s.access.log(r, name, rec, start) }()
 	switch {
 	case r.TLS != nil && r.TLS.ServerName != "" && rt.lookup(canonicalHost(r.TLS.ServerName)) != v:
 		s.stats.misdirected.Add(1)
@@ -393,7 +400,6 @@ func (s *Server) serveHTTPS(w http.ResponseWriter, r *http.Request) {
 		}
 		s.serveTracked(rec, r, v, start)
 	}
-	s.access.log(r, name, rec, start)
 }
 
 // serveHTTP answers the plain listener: vhosts with allow_http are served,
@@ -403,10 +409,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
+	closeAfterChunked(w, r)
 	host := canonicalHost(r.Host)
 	v := s.routes.Load().lookup(host)
 	rec := newRecorder(w)
 	name := "-"
+	defer func() { s.access.log(r, name, rec, start) }() // aborted responses too
 	switch {
 	case v == nil:
 		s.stats.unknownHostHTTP.Add(1)
@@ -424,7 +432,21 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		v.ops.redirects.Add(1)
 		http.Redirect(rec, r, target, http.StatusPermanentRedirect)
 	}
-	s.access.log(r, name, rec, start)
+}
+
+// closeAfterChunked closes an HTTP/1.1 connection after a request whose body
+// came chunked. net/http frames a request by Transfer-Encoding and drops a
+// Content-Length sent with it (RFC 9112 6.3; a non-chunked or repeated
+// Transfer-Encoding is refused with 501 or 400, conflicting Content-Lengths
+// with 400) before any handler sees it, so hostd cannot tell that both were
+// sent and refuse the request. Closing the connection after such a request
+// keeps a front proxy that framed it by Content-Length from having the rest
+// of its bytes read as a next request (request smuggling). Chunked uploads
+// are rare; the cost is one new connection.
+func closeAfterChunked(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor == 1 && len(r.TransferEncoding) > 0 {
+		w.Header().Set("Connection", "close")
+	}
 }
 
 // httpError writes a short plain-text error page. msg is a fixed,

@@ -349,7 +349,7 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			files := twoTenants()
 			files["hostd.toml"] = strings.Replace(hosttest.MainConfig, `shutdown_timeout = "5s"`, `shutdown_timeout = "`+tc.timeout+`"`, 1)
-			files["vhosts.d/alice.toml"] += "[cgi]\nenabled = true\n"
+			files["vhosts.d/alice.toml"] += "run_as_server = true\n[cgi]\nenabled = true\n"
 			files["alice/slow.cgi"] = "#!/bin/sh\nsleep " + tc.sleep + "\nprintf 'Content-Type: text/plain\\n\\ndone\\n'\n"
 			s := hosttest.Start(t, files)
 			os.Chmod(filepath.Join(s.Dir, "alice/slow.cgi"), 0o755)

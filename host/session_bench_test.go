@@ -47,7 +47,7 @@ func BenchmarkSessionMixHTTP(b *testing.B) {
 				sessions = fmt.Sprintf("[sessions]\nstore = \"memcached\"\nservers = [%q]\n", s.Addr)
 			}
 			srv := hosttest.Start(b, hosttest.Files{
-				"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../pub\"\n" + sessions + "[[hooks]]\nphase = \"content\"\nfile = \"../hooks/s.lua\"\n",
+				"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../pub\"\nrun_as_server = true\n" + sessions + "[[hooks]]\nphase = \"content\"\nfile = \"../hooks/s.lua\"\n",
 				"pub/":            "",
 				"hooks/s.lua":     benchSessionHook,
 			})

@@ -12,6 +12,7 @@ func TestSessionRubyAndPhases(t *testing.T) {
 	s := hosttest.Start(t, hosttest.Files{
 		"vhosts.d/a.toml": `server_name = "a.example"
 root = "../pub"
+run_as_server = true
 [sessions]
 cookie = "sid"
 [[hooks]]

@@ -28,7 +28,7 @@ r:write("user=", tostring(r.session:get("user")))
 
 // sessionVHost is a vhost file serving sessionHook for every path.
 func sessionVHost(name, extra string) string {
-	return fmt.Sprintf("server_name = %q\nroot = \"../pub\"\n%s\n[[hooks]]\nphase = \"content\"\nfile = \"../hooks/session.lua\"\n", name, extra)
+	return fmt.Sprintf("server_name = %q\nroot = \"../pub\"\nrun_as_server = true\n%s\n[[hooks]]\nphase = \"content\"\nfile = \"../hooks/session.lua\"\n", name, extra)
 }
 
 // getWithCookie fetches url on c for host sni, sending cookie when set.

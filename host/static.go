@@ -47,7 +47,7 @@ func (v *vhost) serveStatic(w http.ResponseWriter, r *http.Request, upath string
 			xf, xfi, err := v.open(path.Join(name, ix))
 			if err == nil && !xfi.IsDir() {
 				defer xf.Close()
-				serveFile(w, r, xf, xfi)
+				serveFile(w, r, xf, xfi, v.cfg.Limits.MaxRanges)
 				return
 			}
 			if xf != nil {
@@ -61,7 +61,7 @@ func (v *vhost) serveStatic(w http.ResponseWriter, r *http.Request, upath string
 		httpError(w, http.StatusForbidden, "directory listing is disabled")
 		return
 	}
-	serveFile(w, r, f, fi)
+	serveFile(w, r, f, fi, v.cfg.Limits.MaxRanges)
 }
 
 // rootRelative turns a decoded URL path into a name relative to the root:
@@ -113,9 +113,22 @@ func (v *vhost) openError(w http.ResponseWriter, name string, err error) {
 	}
 }
 
-func serveFile(w http.ResponseWriter, r *http.Request, f *os.File, fi fs.FileInfo) {
+// serveFile sends a file with http.ServeContent (conditional requests,
+// ranges). A Range header asking for more than maxRanges ranges (> 0) is
+// ignored and the whole file is sent with 200, as nginx's max_ranges and
+// Apache's MaxRanges do: thousands of tiny ranges would make a multipart
+// answer many times the size of the request and of the file.
+func serveFile(w http.ResponseWriter, r *http.Request, f *os.File, fi fs.FileInfo, maxRanges int) {
 	// A validator like nginx's: mtime and size in hex.
 	w.Header().Set("ETag", fmt.Sprintf(`"%x-%x"`, fi.ModTime().Unix(), fi.Size()))
+	if maxRanges > 0 {
+		if rng := r.Header.Get("Range"); rng != "" && strings.Count(rng, ",") >= maxRanges {
+			r2 := *r
+			r2.Header = r.Header.Clone()
+			r2.Header.Del("Range")
+			r = &r2
+		}
+	}
 	http.ServeContent(w, r, fi.Name(), fi.ModTime(), f)
 }
 

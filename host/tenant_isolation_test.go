@@ -42,7 +42,7 @@ func writeLater(t *testing.T, path, body string) {
 // that never compiled answers 503.
 func TestReloadIsolatesTenants(t *testing.T) {
 	s := hosttest.Start(t, hosttest.Files{
-		"vhosts.d/alice.toml": "server_name = \"alice.example\"\nroot = \"../pub\"\n[[hooks]]\nphase = \"content\"\nfile = \"../hooks/hello.lua\"\npath = \"/hello\"\n",
+		"vhosts.d/alice.toml": "server_name = \"alice.example\"\nroot = \"../pub\"\nrun_as_server = true\n[[hooks]]\nphase = \"content\"\nfile = \"../hooks/hello.lua\"\npath = \"/hello\"\n",
 		"hooks/hello.lua":     counterHook("v1"),
 		"pub/index.html":      "home\n",
 	})
@@ -59,7 +59,7 @@ func TestReloadIsolatesTenants(t *testing.T) {
 	aliceFile := filepath.Join(s.Dir, "vhosts.d", "alice.toml")
 	writeLater(t, hook, "r:write(\"v2\"\n\n")
 	hosttest.Write(t, s.Dir, hosttest.Files{
-		"vhosts.d/alice.toml": "server_name = \"alice.example\"\naliases = [\"www.alice.example\"]\nroot = \"../pub\"\n[[hooks]]\nphase = \"content\"\nfile = \"../hooks/hello.lua\"\npath = \"/hello\"\n",
+		"vhosts.d/alice.toml": "server_name = \"alice.example\"\naliases = [\"www.alice.example\"]\nroot = \"../pub\"\nrun_as_server = true\n[[hooks]]\nphase = \"content\"\nfile = \"../hooks/hello.lua\"\npath = \"/hello\"\n",
 		"vhosts.d/carol.toml": "server_name = \"carol.example\"\nroot = \"../pub\"\n",
 	})
 	res, err := admin(s).Reload(ctx)
@@ -101,7 +101,7 @@ func TestReloadIsolatesTenants(t *testing.T) {
 	if r := get("https://alice.example/hello"); r.StatusCode != 200 || r.Body != "v3 4\n" {
 		t.Errorf("alice rebuilt: %d %q", r.StatusCode, r.Body)
 	}
-	writeLater(t, aliceFile, "server_name = \"alice.example\"\nroot = \"../pub\"\nindex = [\"index.html\"]\n[[hooks]]\nphase = \"content\"\nfile = \"../hooks/hello.lua\"\npath = \"/hello\"\n")
+	writeLater(t, aliceFile, "server_name = \"alice.example\"\nroot = \"../pub\"\nrun_as_server = true\nindex = [\"index.html\"]\n[[hooks]]\nphase = \"content\"\nfile = \"../hooks/hello.lua\"\npath = \"/hello\"\n")
 	res, err = admin(s).Reload(ctx)
 	if err != nil || res.Changed != 1 || res.Partial() {
 		t.Fatalf("reload: %+v %v", res, err)
@@ -120,7 +120,7 @@ func TestReloadIsolatesTenants(t *testing.T) {
 	// dave's hook compiles at reload, then breaks before its first run:
 	// no version ever compiled, so 503 and a log line, never the content.
 	hosttest.Write(t, s.Dir, hosttest.Files{
-		"vhosts.d/dave.toml": "server_name = \"dave.example\"\nroot = \"../pub\"\n[[hooks]]\nphase = \"access\"\nfile = \"../hooks/dave.lua\"\n",
+		"vhosts.d/dave.toml": "server_name = \"dave.example\"\nroot = \"../pub\"\nrun_as_server = true\n[[hooks]]\nphase = \"access\"\nfile = \"../hooks/dave.lua\"\n",
 		"hooks/dave.lua":     "return 403\n",
 	})
 	if res, err := admin(s).Reload(ctx); err != nil || res.Added != 1 {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hostd/hostd/host/logtext"
 )
 
 // traceQueue is how many lines a slow trace subscriber may lag behind
@@ -110,9 +112,9 @@ func traceLine(v *vhost, rec *recorder, r *http.Request, start time.Time, d time
 		b = strconv.AppendInt(b, int64(rec.tid), 10)
 	}
 	b = append(b, ' ')
-	b = append(b, quoteField(r.Method, false)...)
+	b = logtext.AppendField(b, r.Method)
 	b = append(b, ' ')
-	b = append(b, quoteField(red.uri(r.URL.RequestURI()), false)...)
+	b = logtext.AppendField(b, red.uri(r.URL.RequestURI()))
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, int64(rec.statusCode()), 10)
 	b = append(b, ' ')

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/hostd/hostd/host/cgi"
+	"github.com/hostd/hostd/host/logtext"
 	"github.com/hostd/hostd/host/phpfpm"
 	"github.com/hostd/hostd/sandbox"
 	"github.com/hostd/hostd/scripting"
@@ -92,10 +93,12 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 	}
 	v.errLog = v.logger
 	if vc.ErrorLog != "" {
-		if v.errF, err = openLogFile(vc.ErrorLog); err != nil {
+		if v.errF, err = openLogFile(vc.ErrorLog, s.cfg.LogPolicy(), vc.LogGroup(), v.logger); err != nil {
 			return nil, fmt.Errorf("error_log: %w", err)
 		}
-		v.errLog = slog.New(slog.NewTextHandler(v.errF, nil)).With("vhost", vc.ServerName)
+		// Every line escaped (host/logtext): hook messages, script errors
+		// and paths are the tenant's text.
+		v.errLog = slog.New(logtext.NewHandler(v.errF, nil)).With("vhost", vc.ServerName)
 	}
 	if v.acc, err = openVHostAccessLog(s, vc); err != nil {
 		return nil, err
@@ -133,6 +136,7 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 			Identity:      id,
 			SuEXEC:        id != nil,
 			MinUID:        uint32(s.cfg.MinUID()),
+			Limits:        vc.Limits.CGIContainment(),
 			Logger:        v.errLog,
 			ErrorLog:      errW,
 			LocalRedirect: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { v.handle(w, r) }),
@@ -235,8 +239,7 @@ func (v *vhost) run(ctx context.Context, fn func()) error {
 func (v *vhost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var hr *hookRequest
 	if err := v.run(r.Context(), func() { traceTID(w); hr = v.handle(w, r) }); err != nil {
-		v.logger.Warn("request not served", "err", err)
-		httpError(w, http.StatusServiceUnavailable, "the site is busy, try again")
+		v.runFailed(w, r, err)
 		return
 	}
 	if hr != nil {
@@ -245,6 +248,40 @@ func (v *vhost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			status = rec.statusCode()
 		}
 		v.runLogPhase(hr, status)
+	}
+}
+
+// runFailed ends a request whose tenant function did not return normally.
+// Aborts stay aborts: http.ErrAbortHandler (a handler cutting a response it
+// cannot finish, such as a CGI script killed mid-body), which the sandbox
+// recovered on the tenant's thread and handed back, is raised again here on
+// the connection's goroutine, so that net/http cuts the connection (HTTP/1.1:
+// closed without the last chunk; HTTP/2: RST_STREAM) and the client sees a
+// transfer error, never a complete-looking body. Any other panic is logged
+// with its stack and answered 500 when nothing was sent yet, else aborted
+// the same way; so is a run that could not start (503 when nothing was sent).
+func (v *vhost) runFailed(w http.ResponseWriter, r *http.Request, err error) {
+	sent := false
+	if rec, ok := w.(*recorder); ok {
+		sent = rec.status != 0
+	}
+	var pe *sandbox.PanicError
+	switch {
+	case errors.As(err, &pe) && pe.Value == http.ErrAbortHandler:
+		panic(http.ErrAbortHandler)
+	case errors.As(err, &pe):
+		v.logger.Error("panic serving a request", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(pe.Value),
+			"stack", string(pe.Stack))
+		if sent {
+			panic(http.ErrAbortHandler)
+		}
+		httpError(w, http.StatusInternalServerError, "the request could not be served")
+	default:
+		v.logger.Warn("request not served", "err", err)
+		if sent {
+			panic(http.ErrAbortHandler)
+		}
+		httpError(w, http.StatusServiceUnavailable, "the site is busy, try again")
 	}
 }
 

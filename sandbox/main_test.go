@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hostd/hostd/sandbox"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 // init keeps the main goroutine on the main thread, as hostd's main does:
@@ -20,5 +21,6 @@ func TestMain(m *testing.M) {
 	if name := os.Getenv(helperEnv); name != "" {
 		os.Exit(runHelper(name))
 	}
+	sandboxtest.UseSafeTempDir()
 	os.Exit(m.Run())
 }

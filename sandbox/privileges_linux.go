@@ -259,3 +259,15 @@ func ThreadCreds() (ThreadIdentity, error) {
 		NoNewPrivs: nnp,
 	}, nil
 }
+
+// Privileged reports whether the calling process could switch identities:
+// its effective uid is 0, or CAP_SETUID is in its permitted set. Tenant code
+// that runs with the server's identity in such a process runs with those
+// privileges.
+func Privileged() bool {
+	if os.Geteuid() == 0 {
+		return true
+	}
+	c, err := sys.Capget()
+	return err == nil && c.Permitted&sys.Mask(unix.CAP_SETUID) != 0
+}

@@ -136,7 +136,12 @@ var (
 )
 
 // PanicError is returned by Run when fn panicked. The thread's identity was
-// restored (or the thread was discarded) before Run returned.
+// restored (or the thread was discarded) before Run returned. Value is what
+// fn passed to panic, so that the caller can raise it again on its own
+// goroutine, outside the tenant's thread (package host does so with
+// net/http's http.ErrAbortHandler, which must reach the connection's
+// goroutine to cut the connection); Stack is the tenant goroutine's stack
+// at the panic, for the log.
 type PanicError struct {
 	Value any
 	Stack []byte

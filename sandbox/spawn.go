@@ -31,6 +31,16 @@ var ErrSpawnerClosed = errors.New("sandbox: spawner closed")
 // between pipes and the caller's readers and writers and signal the child,
 // they never open tenant files.
 //
+// Children do not outlive their work: the server process is a child
+// subreaper (PR_SET_CHILD_SUBREAPER), so a descendant that leaves a child's
+// process tree (a daemon started with setsid, a double fork) is reparented
+// to the server instead of init; Finished kills the child's process group
+// and, Limits.OrphanGrace later, every such orphan running as the child's
+// user, with its own descendants. Resource limits (Limits) are set in each
+// child between its execve and its first instruction: the child is started
+// traced (PTRACE_TRACEME), stops after the exec, is made to call
+// prlimit64 on itself, and is released (see StartLimited).
+//
 // A Spawner is safe for concurrent use; starts are serialized on its thread.
 type Spawner struct {
 	logger    *slog.Logger
@@ -38,18 +48,25 @@ type Spawner struct {
 	done      chan struct{} // closed by Close
 	exited    chan struct{} // closed when the spawner goroutine has returned
 	closeOnce sync.Once
+
+	reaper reaper // children, orphans and sweeps (reaper_linux.go)
 }
 
 // spawnRequest is one start request handed to the spawner goroutine.
 type spawnRequest struct {
 	cmd   *exec.Cmd
+	uid   int64 // the child's uid; -1: the server's own
+	lim   Limits
 	reply chan error // buffered, receives exactly one value
 }
 
 // Close stops the spawner thread and waits for it to exit. Children that are
 // still running receive SIGKILL (their parent-death signal) when the thread
-// exits. Start calls after Close return ErrSpawnerClosed. Close is idempotent.
+// exits, and the orphans of every user the Spawner started children for are
+// killed. Start calls after Close return ErrSpawnerClosed. Close is
+// idempotent.
 func (s *Spawner) Close() {
 	s.closeOnce.Do(func() { close(s.done) })
 	<-s.exited
+	s.reaper.closeAll()
 }

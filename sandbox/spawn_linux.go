@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -29,6 +30,10 @@ func NewSpawner(logger *slog.Logger) (*Spawner, error) {
 		reqs:   make(chan spawnRequest),
 		done:   make(chan struct{}),
 		exited: make(chan struct{}),
+	}
+	s.reaper.init(logger)
+	if err := s.reaper.setSubreaper(); err != nil {
+		logger.Warn("orphans of CGI scripts will not be killed", "err", err)
 	}
 	ready := make(chan error, 1)
 	go s.loop(ready)
@@ -54,8 +59,9 @@ func (s *Spawner) loop(ready chan<- error) {
 		ready <- fmt.Errorf("sandbox: new spawner: %w", err)
 		return
 	}
+	s.reaper.rlimits = s.probeRlimits()
 	ready <- nil
-	s.logger.Debug("spawner thread started", "tid", unix.Gettid())
+	s.logger.Debug("spawner thread started", "tid", unix.Gettid(), "rlimits", s.reaper.rlimits.Rlimits)
 	for {
 		select {
 		case <-s.done:
@@ -68,7 +74,7 @@ func (s *Spawner) loop(ready chan<- error) {
 			}
 			// cmd.Start forks (clone with CLONE_VFORK) from this thread;
 			// the child sets its groups, gid and uid before exec.
-			req.reply <- req.cmd.Start()
+			req.reply <- s.start(req)
 		}
 	}
 }
@@ -105,12 +111,21 @@ func cloexecFrom(first int) error {
 	return nil
 }
 
-// Start starts cmd on the spawner thread, with id's credentials when id is
-// non-nil (nil: the server's own identity, for mode "none"). It overwrites
-// cmd.SysProcAttr's Credential, Setpgid, Pgid, Foreground and Pdeathsig (other
-// fields are kept): the child runs in a new process group (or, with Setsid, a
-// new session) whose id is its pid, and gets
-// SIGKILL when the spawner thread exits. When cmd was made with
+// Start is StartLimited without limits.
+func (s *Spawner) Start(ctx context.Context, cmd *exec.Cmd, id *Identity) error {
+	return s.StartLimited(ctx, cmd, id, Limits{})
+}
+
+// StartLimited starts cmd on the spawner thread, with id's credentials when
+// id is non-nil (nil: the server's own identity, for mode "none"), and lim's
+// resource limits set before the program runs (see Containment: where the
+// kernel does not let hostd trace its children, the limits are not set and
+// a warning was logged at NewSpawner). It overwrites cmd.SysProcAttr's
+// Credential, Setsid, Setpgid, Pgid, Foreground, Ptrace and Pdeathsig (other
+// fields are kept): the child runs in a new session, so in a new process
+// group whose id is its pid and which cannot be joined from the server's
+// session, and gets SIGKILL when the spawner thread exits. Call Finished
+// once cmd.Wait has returned. When cmd was made with
 // exec.CommandContext, Start wraps cmd.Cancel so that the end of that context
 // kills the child's whole process group, not just the child.
 //
@@ -119,7 +134,7 @@ func cloexecFrom(first int) error {
 // child has been forked and exec'd (or failed to), like exec.Cmd.Start; the
 // caller then owns cmd (Wait, pipes) as usual. Start is safe for concurrent
 // use.
-func (s *Spawner) Start(ctx context.Context, cmd *exec.Cmd, id *Identity) error {
+func (s *Spawner) StartLimited(ctx context.Context, cmd *exec.Cmd, id *Identity, lim Limits) error {
 	if cmd.Process != nil {
 		return errors.New("sandbox: spawn: command already started")
 	}
@@ -143,9 +158,11 @@ func (s *Spawner) Start(ctx context.Context, cmd *exec.Cmd, id *Identity) error 
 			NoSetGroups: false,
 		}
 	}
-	// A new process group whose id is the child's pid; with Setsid the new
-	// session already makes one (and setpgid would then fail).
-	attr.Setpgid, attr.Pgid, attr.Foreground = !attr.Setsid, 0, false
+	// A new session, and so a new process group whose id is the child's
+	// pid (setpgid would then fail). Outside the server's session, the
+	// child cannot move into the server's process group.
+	attr.Setsid, attr.Setpgid, attr.Pgid, attr.Foreground = true, false, 0, false
+	attr.Setctty, attr.Noctty, attr.Ptrace = false, false, false
 	attr.Pdeathsig = syscall.SIGKILL
 	cmd.SysProcAttr = &attr
 	if cancel := cmd.Cancel; cancel != nil {
@@ -160,7 +177,11 @@ func (s *Spawner) Start(ctx context.Context, cmd *exec.Cmd, id *Identity) error 
 		}
 	}
 
-	req := spawnRequest{cmd: cmd, reply: make(chan error, 1)}
+	uid := int64(-1)
+	if id != nil {
+		uid = int64(id.UID)
+	}
+	req := spawnRequest{cmd: cmd, uid: uid, lim: lim, reply: make(chan error, 1)}
 	select {
 	case s.reqs <- req:
 	case <-ctx.Done():
@@ -193,3 +214,138 @@ func KillProcessGroup(pgid int) error {
 	}
 	return fmt.Errorf("sandbox: kill process group %d: %w", pgid, os.NewSyscallError("kill", err))
 }
+
+// start runs on the spawner thread: it starts req.cmd (traced when limits
+// are to be set), registers the child and sets its limits.
+func (s *Spawner) start(req spawnRequest) error {
+	lims := req.lim.rlimits(req.uid >= 0)
+	trace := len(lims) > 0 && s.reaper.rlimits.Rlimits
+	if trace {
+		req.cmd.SysProcAttr.Ptrace = true
+	}
+	s.reaper.mu.Lock()
+	err := req.cmd.Start()
+	if err == nil {
+		s.reaper.register(req.cmd, req.uid)
+	}
+	s.reaper.mu.Unlock()
+	if err != nil || !trace {
+		return err
+	}
+	pid := req.cmd.Process.Pid
+	if err := setRlimitsAndRelease(pid, lims); err != nil {
+		// The child never ran a line of its program: kill it and wait
+		// here, as the caller gets an error and no process.
+		unix.Kill(pid, unix.SIGKILL)
+		req.cmd.Wait()
+		s.reaper.mu.Lock()
+		delete(s.reaper.live, pid)
+		s.reaper.mu.Unlock()
+		req.cmd.Process = nil
+		return fmt.Errorf("set the limits of %s: %w", req.cmd.Path, err)
+	}
+	return nil
+}
+
+// setRlimitsAndRelease waits for the traced child pid to stop after its
+// execve, sets lims in it and detaches, delivering any signal that arrived
+// meanwhile. Called on the thread that forked pid (its tracer).
+func setRlimitsAndRelease(pid int, lims []sys.Rlimit) error {
+	sig, exited, err := sys.WaitTraceStop(pid)
+	if err != nil || exited {
+		return err // exited: killed before it ran; Wait reports it
+	}
+	pending := unix.Signal(0)
+	if sig != unix.SIGTRAP {
+		pending = sig
+	}
+	p, err := sys.SetChildRlimits(pid, lims)
+	if err != nil {
+		return err
+	}
+	if p != 0 {
+		pending = p
+	}
+	return sys.PtraceDetach(pid, pending)
+}
+
+// rlimits returns the limits to set; Processes only for a tenant's uid.
+// Each is capped at the server's own hard limit, which the child inherits
+// and cannot raise without CAP_SYS_RESOURCE.
+func (l *Limits) rlimits(tenant bool) []sys.Rlimit {
+	var out []sys.Rlimit
+	add := func(res int, v uint64) {
+		var cur unix.Rlimit
+		if unix.Getrlimit(res, &cur) == nil && cur.Max < v {
+			v = cur.Max
+		}
+		out = append(out, sys.Rlimit{Resource: res, Max: v})
+	}
+	if l.CPU > 0 {
+		add(unix.RLIMIT_CPU, uint64((l.CPU+time.Second-1)/time.Second))
+	}
+	if l.Memory > 0 {
+		add(unix.RLIMIT_DATA, uint64(l.Memory))
+	}
+	if l.Processes > 0 && tenant {
+		add(unix.RLIMIT_NPROC, uint64(l.Processes))
+	}
+	if l.OpenFiles > 0 {
+		add(unix.RLIMIT_NOFILE, uint64(l.OpenFiles))
+	}
+	return out
+}
+
+// probeRlimits checks, on the spawner thread, that children can be traced
+// and limited: it starts /bin/true with a limit, the way StartLimited does.
+func (s *Spawner) probeRlimits() Containment {
+	c := Containment{Subreaper: s.reaper.subreaper}
+	prog := ""
+	for _, p := range []string{"/bin/true", "/usr/bin/true"} {
+		if _, err := os.Stat(p); err == nil {
+			prog = p
+			break
+		}
+	}
+	if prog == "" {
+		c.RlimitsWhyNot = errNoProbe.Error()
+		return c
+	}
+	cmd := exec.Command(prog)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true, Setsid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		c.RlimitsWhyNot = "the kernel refuses to let hostd trace its children (ptrace: Yama ptrace_scope, seccomp): " + err.Error()
+		return c
+	}
+	err := setRlimitsAndRelease(cmd.Process.Pid, []sys.Rlimit{{Resource: unix.RLIMIT_CORE, Max: 0}})
+	if err != nil {
+		unix.Kill(cmd.Process.Pid, unix.SIGKILL)
+	}
+	werr := cmd.Wait()
+	switch {
+	case err != nil:
+		c.RlimitsWhyNot = err.Error()
+	case werr != nil:
+		c.RlimitsWhyNot = "probe: " + werr.Error()
+	default:
+		c.Rlimits = true
+	}
+	return c
+}
+
+// Finished tells the Spawner that cmd, which it started, was waited for:
+// it kills what is left of cmd's process group and, lim.OrphanGrace after,
+// the orphans of cmd's user (see Spawner). It is safe for concurrent use.
+func (s *Spawner) Finished(cmd *exec.Cmd, lim Limits) {
+	if cmd.Process == nil {
+		return
+	}
+	pid := cmd.Process.Pid
+	if err := KillProcessGroup(pid); err != nil {
+		s.logger.Error("kill process group", "pgid", pid, "err", err)
+	}
+	s.reaper.finished(pid, lim.OrphanGrace)
+}
+
+// Containment reports what the Spawner enforces on its children.
+func (s *Spawner) Containment() Containment { return s.reaper.rlimits }

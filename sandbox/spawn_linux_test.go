@@ -104,8 +104,8 @@ func TestSpawnerCredentials(t *testing.T) {
 			if v := statusField(t, status, "NoNewPrivs"); v != tt.noNewPrivs {
 				t.Errorf("NoNewPrivs = %s, want %s", v, tt.noNewPrivs)
 			}
-			if cmd.SysProcAttr == nil || !cmd.SysProcAttr.Setpgid || cmd.SysProcAttr.Pdeathsig != syscall.SIGKILL {
-				t.Errorf("SysProcAttr = %+v: want Setpgid and Pdeathsig SIGKILL", cmd.SysProcAttr)
+			if cmd.SysProcAttr == nil || !cmd.SysProcAttr.Setsid || cmd.SysProcAttr.Pdeathsig != syscall.SIGKILL {
+				t.Errorf("SysProcAttr = %+v: want Setsid and Pdeathsig SIGKILL", cmd.SysProcAttr)
 			}
 		})
 	}
@@ -131,11 +131,14 @@ func childStat(t *testing.T, attr *syscall.SysProcAttr) (stat string, f []string
 	return out.String(), strings.Fields(rest), strconv.Itoa(cmd.Process.Pid)
 }
 
+// TestSpawnerOwnProcessGroup: every child leads its own session, so its own
+// process group, and cannot join the server's (setpgid works only within a
+// session).
 func TestSpawnerOwnProcessGroup(t *testing.T) {
 	requireRoot(t)
 	stat, f, pid := childStat(t, nil)
-	if len(f) < 3 || f[2] != pid {
-		t.Fatalf("child stat %q: want pgrp == pid %s", stat, pid)
+	if len(f) < 4 || f[2] != pid || f[3] != pid {
+		t.Fatalf("child stat %q: want pgrp == session == pid %s", stat, pid)
 	}
 }
 
@@ -445,4 +448,103 @@ func BenchmarkSpawnerStart(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestSpawnerLimits: the limits are in force from the child's first
+// instruction, for a tenant (all four) and for the server's identity (all
+// but the process count, which would count the server's threads).
+func TestSpawnerLimits(t *testing.T) {
+	requireRoot(t)
+	s := newTestSpawner(t)
+	if c := s.Containment(); !c.Rlimits || !c.Subreaper {
+		t.Fatalf("Containment = %+v, want rlimits and subreaper", c)
+	}
+	lim := Limits{CPU: 6500 * time.Millisecond, Memory: 1 << 30, Processes: 50, OpenFiles: 100}
+	for _, id := range []*Identity{{UID: testUID, GID: testGID}, nil} {
+		var out bytes.Buffer
+		cmd := exec.Command("/bin/cat", "/proc/self/limits")
+		cmd.Stdout = &out
+		if err := s.StartLimited(t.Context(), cmd, id, lim); err != nil {
+			t.Fatalf("StartLimited: %v", err)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("Wait: %v", err)
+		}
+		s.Finished(cmd, lim)
+		want := map[string]string{"Max cpu time": "7", "Max data size": "1073741824", "Max open files": "100", "Max processes": "50"}
+		if id == nil {
+			delete(want, "Max processes")
+		}
+		for _, line := range strings.Split(out.String(), "\n") {
+			for name, v := range want {
+				if strings.HasPrefix(line, name+" ") {
+					if f := strings.Fields(strings.TrimPrefix(line, name)); len(f) < 2 || f[0] != v || f[1] != v {
+						t.Errorf("identity %v: %q, want soft and hard %s", id, line, v)
+					}
+					delete(want, name)
+				}
+			}
+		}
+		if len(want) > 0 {
+			t.Errorf("identity %v: limits %v not found in\n%s", id, want, out.String())
+		}
+	}
+}
+
+// TestSpawnerOrphans: a daemon started with setsid and a double-forked
+// child outlive the script that started them only by the grace.
+func TestSpawnerOrphans(t *testing.T) {
+	requireRoot(t)
+	s := newTestSpawner(t)
+	var out bytes.Buffer
+	// The sleeps' stdio goes to /dev/null: an orphan holding the stdout
+	// pipe would keep Wait waiting (the CGI handler closes its end).
+	cmd := exec.Command("/bin/sh", "-c", `
+setsid sleep 600 >/dev/null 2>&1 </dev/null & echo $!
+(setsid sleep 601 >/dev/null 2>&1 </dev/null & echo $!)
+(sleep 602 >/dev/null 2>&1 </dev/null & echo $!)`)
+	cmd.Stdout = &out
+	lim := Limits{OrphanGrace: 200 * time.Millisecond}
+	if err := s.StartLimited(t.Context(), cmd, &Identity{UID: testUID, GID: testGID}, lim); err != nil {
+		t.Fatalf("StartLimited: %v", err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	pids := strings.Fields(out.String())
+	if len(pids) != 3 {
+		t.Fatalf("script printed %q, want 3 pids", out.String())
+	}
+	for _, pid := range pids[:2] {
+		// The background job may not have exec'd sleep yet.
+		deadline := time.Now().Add(5 * time.Second)
+		for !sleeping(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("orphan %s is not running after the script exited", pid)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	s.Finished(cmd, lim)
+	deadline := time.Now().Add(10 * time.Second)
+	for _, pid := range pids {
+		for sleeping(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("orphan %s still runs 10s after the script's end (grace %v)", pid, lim.OrphanGrace)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// sleeping reports whether pid is a live (not zombie) sleep of the test
+// tenant.
+func sleeping(pid string) bool {
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return false
+	}
+	st := string(b)
+	return strings.Contains(st, "Name:\tsleep") && !strings.Contains(st, "(zombie)") &&
+		strings.Contains(st, "Uid:\t"+strconv.Itoa(testUID)+"\t")
 }

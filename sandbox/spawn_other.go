@@ -22,3 +22,21 @@ func (s *Spawner) Start(ctx context.Context, cmd *exec.Cmd, id *Identity) error 
 
 // KillProcessGroup returns an error: the spawner needs Linux.
 func KillProcessGroup(pgid int) error { return errSpawnUnsupported }
+
+// StartLimited returns an error: the spawner needs Linux.
+func (s *Spawner) StartLimited(ctx context.Context, cmd *exec.Cmd, id *Identity, lim Limits) error {
+	return errSpawnUnsupported
+}
+
+// Finished does nothing: the spawner needs Linux.
+func (s *Spawner) Finished(cmd *exec.Cmd, lim Limits) {}
+
+// Containment reports nothing enforced: the spawner needs Linux.
+func (s *Spawner) Containment() Containment {
+	return Containment{RlimitsWhyNot: errSpawnUnsupported.Error()}
+}
+
+// reaper is empty: the spawner needs Linux.
+type reaper struct{}
+
+func (r *reaper) closeAll() {}

@@ -14,10 +14,11 @@ import (
 // MaxScriptSize bounds a hook or module file.
 const MaxScriptSize = 4 << 20
 
-// ReadScript reads a hook file of at most MaxScriptSize bytes; errors are
-// *ScriptError.
+// ReadScript reads a hook file of at most MaxScriptSize bytes, opened with
+// OpenFile (a regular file, never a FIFO, a /proc magic link or a kernel
+// file); errors are *ScriptError.
 func ReadScript(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := OpenFile(path, os.O_RDONLY)
 	if err != nil {
 		return nil, &ScriptError{File: path, Msg: "cannot open hook", Err: err}
 	}

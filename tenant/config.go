@@ -235,6 +235,25 @@ type Limits struct {
 	// client (an IPv4 address, an IPv6 /64) on this vhost (default
 	// max_concurrent/8, at least 4; -1 = unlimited).
 	MaxConcurrentPerClient int `toml:"max_concurrent_per_client"`
+	// MaxRanges bounds the byte ranges of one Range request for a static
+	// file (default 16, -1 = unlimited); with more, the whole file is sent.
+	MaxRanges int `toml:"max_ranges"`
+
+	// CGI containment, set in every CGI process before it runs.
+	//
+	// CGICPU is RLIMIT_CPU (default: cgi_timeout).
+	CGICPU Duration `toml:"cgi_cpu"`
+	// CGIMemory is RLIMIT_DATA, the writable memory of each process
+	// (default 512MiB).
+	CGIMemory Size `toml:"cgi_memory"`
+	// CGIProcesses is RLIMIT_NPROC: processes of the tenant's uid in all,
+	// so a fork bomb gets EAGAIN (default 512, -1 = unlimited).
+	CGIProcesses int `toml:"cgi_processes"`
+	// CGIOpenFiles is RLIMIT_NOFILE (default 1024, -1 = unlimited).
+	CGIOpenFiles int `toml:"cgi_open_files"`
+	// CGIGrace is how long the processes a CGI script left behind (a
+	// setsid daemon, a double fork) may outlive its request (default 2s).
+	CGIGrace Duration `toml:"cgi_grace"`
 }
 
 // CGI is a vhost's [cgi] table.
@@ -323,6 +342,11 @@ type VHost struct {
 	// AccessLog is the vhost's own access log (relative to the vhost file),
 	// in server.log_format, in addition to the server's; "" = none.
 	AccessLog string `toml:"access_log"`
+	// RunAsServer accepts that this vhost's hooks (sandbox none or suexec)
+	// or CGI scripts (sandbox none) run with the server's identity when the
+	// server is privileged (root or CAP_SETUID); without it such a vhost is
+	// refused. Only for code the operator trusts as much as hostd itself.
+	RunAsServer bool `toml:"run_as_server"`
 
 	Limits Limits `toml:"limits"`
 	CGI    CGI    `toml:"cgi"`

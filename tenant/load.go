@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hostd/hostd/sandbox"
 )
 
 // DefaultStateDir is server.state_dir when the main file sets none,
@@ -73,7 +75,7 @@ func LoadPartial(path string) (*Config, []*Broken, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("config %s: %w", path, err)
 	}
-	l := &loader{}
+	l := &loader{privileged: sandbox.Privileged()}
 	cfg := l.loadMain(abs)
 	if cfg == nil {
 		return nil, nil, l.errs
@@ -90,7 +92,7 @@ func LoadPartial(path string) (*Config, []*Broken, error) {
 	vs := make([]*VHost, len(files))
 	errs := make([]ErrorList, len(files))
 	for i, f := range files {
-		vl := &loader{}
+		vl := &loader{privileged: l.privileged}
 		vs[i] = vl.loadVHost(cfg, f)
 		errs[i] = vl.errs
 	}
@@ -119,9 +121,12 @@ func LoadPartial(path string) (*Config, []*Broken, error) {
 }
 
 type loader struct {
-	errs    ErrorList
-	mainLoc *locator
-	locs    map[string]*locator
+	// privileged: the process could switch identities, so tenant code
+	// running as the server would run with that power (checkRunAsServer).
+	privileged bool
+	errs       ErrorList
+	mainLoc    *locator
+	locs       map[string]*locator
 }
 
 func (l *loader) add(file string, line int, format string, args ...any) {
@@ -284,6 +289,7 @@ func (l *loader) loadMain(file string) *Config {
 			cfg.ServerUID, cfg.ServerGID, cfg.HasServerUser = uid, gid, true
 		}
 	}
+	l.checkLogPath(cfg, file, line("access_log"), "access_log", cfg.AccessLog)
 	l.checkPolicy(file, loc, cfg) // policy.go
 	l.checkServerExtras(file, loc, cfg)
 	l.checkSessions(file, loc, &m.Sessions)
@@ -385,12 +391,15 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 			l.add(file, line("user"), "uid %d is below server.min_uid %d", v.UID, cfg.MinUID())
 		}
 	}
+	l.checkRunAsServer(cfg, file, loc, v)
 	if v.ErrorLog != "" {
 		v.ErrorLog = rel(dir, v.ErrorLog)
 	}
 	if v.AccessLog != "" && v.AccessLog != "-" {
 		v.AccessLog = rel(dir, v.AccessLog)
 	}
+	l.checkLogPath(cfg, file, line("error_log"), "error_log", v.ErrorLog)
+	l.checkLogPath(cfg, file, line("access_log"), "access_log", v.AccessLog)
 
 	lim := &v.Limits
 	if lim.MaxWorkers < 0 {
@@ -424,6 +433,7 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 	if lim.MaxBody == 0 {
 		lim.MaxBody = 1 << 20
 	}
+	l.cgiLimits(file, loc, lim)
 	if lim.MaxResponse == 0 {
 		lim.MaxResponse = 16 << 20
 	}

@@ -42,6 +42,7 @@ func TestLoadValid(t *testing.T) {
 aliases = ["www.alice.example"]
 root = "../public"
 user = "31001"
+run_as_server = true
 [limits]
 script_timeout = "2s"
 max_body = "2MiB"
@@ -75,7 +76,7 @@ path = "/admin/*"
 	if a.Limits.ScriptTimeout.Std().Seconds() != 2 || a.Limits.MaxBody != 2<<20 || a.Limits.MaxWorkers != DefaultMaxWorkers() {
 		t.Errorf("limits = %+v", a.Limits)
 	}
-	if got := a.Hooks[0]; got.File != filepath.Join(dir, "hooks/a.lua") || got.Line() != 8 || !got.Matches("/admin/x") || got.Matches("/x") {
+	if got := a.Hooks[0]; got.File != filepath.Join(dir, "hooks/a.lua") || got.Line() != 9 || !got.Matches("/admin/x") || got.Matches("/x") {
 		t.Errorf("hook = %+v line %d", got, got.Line())
 	}
 	if cfg.AccessLog != filepath.Join(dir, "logs/access.log") || cfg.StateDir != filepath.Join(dir, "state") {

@@ -21,6 +21,7 @@ read_timeout = 60
 `,
 		"vhosts.d/a.toml": `server_name = "a.example"
 root = "../public"
+run_as_server = true
 [limits]
 max_workers = "3"
 max_body = "lots"
@@ -46,10 +47,10 @@ path = "/members/*.php"
 		`hostd.toml:3:15: listen_http "127.0.0.1:99999": port 99999 is out of range`,
 		`hostd.toml:4:16: admin_listen "example.org:9443": "example.org" is not an IP address`,
 		`hostd.toml:6:16: server.read_timeout: want a duration string such as "30s", not 60`,
-		`vhosts.d/a.toml:4:15: limits.max_workers: want an integer, not a string`,
-		`vhosts.d/a.toml:5:12: limits.max_body: invalid size "lots"`,
-		`vhosts.d/a.toml:6:18: limits.script_timeout: want a duration string such as "30s", not 5`,
-		`vhosts.d/a.toml:10: hook path "/members/*.php": '*' is only allowed at the end`,
+		`vhosts.d/a.toml:5:15: limits.max_workers: want an integer, not a string`,
+		`vhosts.d/a.toml:6:12: limits.max_body: invalid size "lots"`,
+		`vhosts.d/a.toml:7:18: limits.script_timeout: want a duration string such as "30s", not 5`,
+		`vhosts.d/a.toml:11: hook path "/members/*.php": '*' is only allowed at the end`,
 		`vhosts.d/b.toml:2: root ` + dir + `/nope: no such file or directory`,
 		`vhosts.d/b.toml:3:14: allow_http: want true or false, not a string`,
 	}

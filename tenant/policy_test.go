@@ -27,7 +27,7 @@ func policyTree(t *testing.T, server, carol string) string {
 		"vhosts.d/dave.toml":       "server_name = \"dave.example\"\nroot = \"../tenants/dave\"\nuser = \"31004\"\nsandbox = \"thread\"\n",
 		"tenants/carol/index.html": "carol\n",
 		"tenants/dave/index.html":  "dave\n",
-		"logs/":                    "",
+		"logs/.keep":               "",
 		"hooks/carol.lua":          "return nil\n",
 	})
 	main := filepath.Join(dir, "hostd.toml")

@@ -246,11 +246,13 @@ func TestTransports(t *testing.T) {
 	} {
 		t.Run(string(tc.tr), func(t *testing.T) {
 			ts := newTestServer(t, true)
-			r, err := Closed(t.Context(), ts.target(tc.tr, "/ok"), 2, 0, 300*time.Millisecond)
+			r, err := Closed(t.Context(), ts.target(tc.tr, "/ok"), 2, 0, time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.OK < 10 || r.ErrorCount() != 0 {
+			// A few requests per connection show the transport's
+			// behaviour; how many fit in the second is the machine's.
+			if r.OK < 4 || r.ErrorCount() != 0 {
 				t.Fatalf("ok=%d errors=%v", r.OK, r.Errors)
 			}
 			conns, reqs := ts.conns.Load(), ts.requests.Load()
@@ -278,9 +280,12 @@ func TestOpen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// 400/s for 0.5 s = 200 responses, all in time.
-		if r.OK < 180 || r.OK > 201 || r.ErrorCount() != 0 {
-			t.Errorf("ok=%d errors=%v, want about 200 and none", r.OK, r.Errors)
+		// 400/s for 0.5 s = 200 requests, each answered or, on a busy
+		// machine, counted as one the generator could not send in time
+		// (what it must do rather than send late); most are answered.
+		unsent := r.Errors[ErrUnsent]
+		if n := int64(r.OK) + unsent; n < 180 || n > 201 || r.OK < 100 || r.ErrorCount() != unsent {
+			t.Errorf("ok=%d errors=%v, want about 200 answered or unsent, no other error", r.OK, r.Errors)
 		}
 		if r.Offered != 400 {
 			t.Errorf("offered %v", r.Offered)

@@ -207,6 +207,39 @@ func TestAdminCommands(t *testing.T) {
 			t.Errorf("%s without a server: exit %d %q, want %q", c, code, errOut, want)
 		}
 	}
+
+	// The log-symlink attack: the log directory became a tenant's (an
+	// operator's mistake), the tenant swaps the log for a symbolic link to
+	// a file in a directory only root can write, and logrotate sends
+	// SIGUSR1. The root-owned server must create or write nothing there.
+	secret := filepath.Join(dir, "secret")
+	os.Mkdir(secret, 0o700)
+	for p := dir; p != "/"; p = filepath.Dir(p) { // let the tenant reach logs/
+		if fi, err := os.Stat(p); err == nil && fi.Mode().Perm()&0o001 == 0 {
+			os.Chmod(p, fi.Mode().Perm()|0o111)
+		}
+	}
+	if err := os.Chown(logs, 31001, 31001); err != nil {
+		t.Fatal(err)
+	}
+	attack := exec.Command("/bin/sh", "-c", "mv access.log access.log.2 && ln -s ../secret/cron access.log")
+	attack.Dir = logs
+	attack.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 31001, Gid: 31001}}
+	if out, err := attack.CombinedOutput(); err != nil {
+		t.Fatalf("the tenant's swap: %v %s", err, out)
+	}
+	syscall.Kill(pid, syscall.SIGUSR1)
+	httpsGet(t, addr, "alice.example", "/after-attack")
+	waitFor(t, "the request after the refused reopen is logged to the file already open", func() bool {
+		b, _ := os.ReadFile(filepath.Join(logs, "access.log.2"))
+		return strings.Contains(string(b), "/after-attack")
+	})
+	if _, err := os.Lstat(filepath.Join(secret, "cron")); err == nil {
+		t.Fatal("SIGUSR1 made the server create the symlink's target")
+	}
+	if fi, err := os.Lstat(filepath.Join(logs, "access.log")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("access.log: %v %v, want the tenant's symlink left alone", fi, err)
+	}
 }
 
 func waitFor(t *testing.T, what string, ok func() bool) {

@@ -35,7 +35,7 @@ func brokenHookConfig(t *testing.T) (dir, config, hook string) {
 	writeFiles(t, dir, map[string]string{
 		"hostd.toml":      "[server]\nlisten_https = \"127.0.0.1:0\"\nadmin_listen = \"127.0.0.1:0\"\n",
 		"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../pub\"\n",
-		"vhosts.d/b.toml": "server_name = \"b.example\"\nroot = \"../pub\"\n[[hooks]]\nphase = \"content\"\nfile = \"h.lua\"\n",
+		"vhosts.d/b.toml": "server_name = \"b.example\"\nroot = \"../pub\"\nrun_as_server = true\n[[hooks]]\nphase = \"content\"\nfile = \"h.lua\"\n",
 		"vhosts.d/h.lua":  "r:write(\"x\"\n\n",
 		"pub/index.html":  "home\n",
 	})

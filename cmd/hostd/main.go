@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/hostd/hostd/host"
+	"github.com/hostd/hostd/host/logtext"
 	"github.com/hostd/hostd/sandbox"
 	"github.com/hostd/hostd/tenant"
 )
@@ -154,7 +155,8 @@ func newLogger(level string, w io.Writer) (*slog.Logger, error) {
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+	// slog's text format, with request and tenant text escaped by logtext.
+	return slog.New(logtext.NewHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
 // printConfigError prints each located error as FILE:LINE: message.
@@ -192,21 +194,8 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	if lerr != nil {
 		printConfigError(stderr, lerr)
 	}
-	for _, v := range cfg.VHosts {
-		ident := "server identity"
-		if v.User != "" {
-			ident = fmt.Sprintf("uid %d gid %d", v.UID, v.GID)
-		}
-		certSrc := "generated self-signed"
-		switch {
-		case v.TLS == "acme":
-			certSrc = "acme"
-		case v.TLSCert != "":
-			certSrc = v.TLSCert
-		}
-		fmt.Fprintf(stdout, "%s\taliases=%d\tsandbox=%s\t%s\troot=%s\tcert=%s\ttls=%s\thooks=%d\n",
-			v.ServerName, len(v.Aliases), v.Mode, ident, v.Root, certSrc, v.TLSProfile, len(v.Hooks))
-	}
+	printVHosts(cfg, stdout, stderr)
+	printContainment(cfg, stdout, stderr)
 	if len(broken) > 0 || lerr != nil {
 		fmt.Fprintf(stdout, "%s: %d vhosts ok, %d vhost files with errors\n", cfg.File, len(cfg.VHosts), len(broken))
 		return exitError

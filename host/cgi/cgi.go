@@ -78,8 +78,9 @@ type Config struct {
 	Logger *slog.Logger
 	// ErrorLog is the vhost's error log: every line a script writes to
 	// stderr is written there as "SCRIPT_FILENAME: line\n" in one Write
-	// call (it must be safe for concurrent use). nil sends the lines to
-	// Logger at level Warn instead.
+	// call (it must be safe for concurrent use), both parts escaped with
+	// host/logtext so that neither can start another line. nil sends the
+	// lines to Logger at level Warn instead.
 	ErrorLog io.Writer
 	// LocalRedirect re-dispatches a local redirect (a "Location: /path"
 	// response without Status) as a new GET request. nil sends the client a
@@ -91,6 +92,9 @@ type Config struct {
 	// PassAuthorization passes the Authorization header as
 	// HTTP_AUTHORIZATION (like Apache's CGIPassAuth); off by default.
 	PassAuthorization bool
+	// Limits are the resource limits of every script run and the grace
+	// its orphans get after it (sandbox.Limits; zero: none).
+	Limits sandbox.Limits
 }
 
 // Handler runs the CGI scripts of one virtual host. It is immutable after
@@ -110,6 +114,7 @@ type Handler struct {
 	redirect   http.Handler
 	serverName string
 	passAuth   bool
+	limits     sandbox.Limits
 	bufPool    sync.Pool // *[]byte of bufSize, for streaming bodies
 }
 
@@ -168,6 +173,7 @@ func New(cfg Config) (*Handler, error) {
 		redirect:   cfg.LocalRedirect,
 		serverName: cfg.ServerName,
 		passAuth:   cfg.PassAuthorization,
+		limits:     cfg.Limits,
 	}
 	if cfg.Identity != nil {
 		id := *cfg.Identity

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/hostd/hostd/host/logtext"
 )
 
 // RequestBody returns what a script gets as its request body: r.Body with
@@ -152,20 +154,14 @@ func StderrLines(emit func(line []byte)) (io.Writer, func()) {
 	return lw, lw.flush
 }
 
-// LogLine writes "prefix: line\n" to w in one Write call, with the control
-// bytes of line (and DEL) escaped as \xNN, so that whatever a script writes
-// stays one line of the error log and cannot forge others.
+// LogLine writes "prefix: line\n" to w in one Write call, with control
+// bytes of prefix (a script's file name) and line escaped by logtext, so
+// that whatever a script writes stays one line of the error log and cannot
+// forge others.
 func LogLine(w io.Writer, prefix string, line []byte) {
-	msg := make([]byte, 0, len(prefix)+len(line)+8)
-	msg = append(append(msg, prefix...), ": "...)
-	for _, c := range line {
-		if c < 0x20 && c != '\t' || c == 0x7f {
-			msg = append(msg, '\\', 'x', hexDigits[c>>4], hexDigits[c&0xf])
-			continue
-		}
-		msg = append(msg, c)
-	}
-	_, _ = w.Write(append(msg, '\n'))
+	msg := make([]byte, 0, len(prefix)+len(line)+16)
+	msg = logtext.Append(msg, prefix)
+	msg = append(msg, ": "...)
+	msg = append(logtext.AppendBytes(msg, line), '\n')
+	_, _ = w.Write(msg)
 }
-
-const hexDigits = "0123456789abcdef"

@@ -14,8 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"github.com/hostd/hostd/sandbox"
 )
 
 // errTimeout is the cause of a script context that hit Config.Timeout.
@@ -119,7 +117,7 @@ func (h *Handler) ServeScript(w http.ResponseWriter, r *http.Request, s Script) 
 		httpError(w, http.StatusInternalServerError)
 		return
 	}
-	if err := h.spawner.Start(ctx, cmd, h.id); err != nil {
+	if err := h.spawner.StartLimited(ctx, cmd, h.id, h.limits); err != nil {
 		log.Error("cgi: cannot start script", "err", err)
 		httpError(w, http.StatusInternalServerError)
 		return
@@ -127,7 +125,6 @@ func (h *Handler) ServeScript(w http.ResponseWriter, r *http.Request, s Script) 
 	// Backstop: a process that left the group could keep stdout open past
 	// the group kill; closing our end unblocks the read.
 	stopClose := context.AfterFunc(ctx, func() { stdout.Close() })
-	pgid := cmd.Process.Pid
 	reaped := false
 	reap := func() {
 		if reaped {
@@ -137,10 +134,9 @@ func (h *Handler) ServeScript(w http.ResponseWriter, r *http.Request, s Script) 
 		stopClose()
 		err := cmd.Wait()
 		stderr.flush()
-		// Processes the script left behind in its group die with it.
-		if kerr := sandbox.KillProcessGroup(pgid); kerr != nil {
-			log.Error("cgi: kill process group", "pgid", pgid, "err", kerr)
-		}
+		// Processes the script left behind in its group die with it; those
+		// that left the group (setsid, double fork) after the grace.
+		h.spawner.Finished(cmd, h.limits)
 		var ee *exec.ExitError
 		switch {
 		case errors.As(err, &ee):

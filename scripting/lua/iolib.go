@@ -9,11 +9,15 @@ import (
 	"strings"
 
 	glua "github.com/yuin/gopher-lua"
+
+	"github.com/hostd/hostd/scripting"
 )
 
 // The io library a hook sees: io.open, io.lines, io.type and io.close on
 // files opened by path, with the effective identity of the calling thread
-// (the tenant's uid/gid in hostd) deciding what may be opened. There are no
+// (the tenant's uid/gid in hostd) deciding what may be opened, and
+// scripting.OpenFile refusing FIFOs, devices, /proc magic links and the
+// kernel's file systems in every mode. There are no
 // default files (io.stdin, io.stdout, io.stderr, io.read, io.write) and no
 // io.popen. Reads are bounded by the string limit; files a hook leaves
 // open are closed when its run ends.
@@ -100,7 +104,7 @@ func (v *vm) open(L *glua.LState, path, mode string) (*glua.LUserData, error) {
 	if open >= maxOpenFiles {
 		return nil, errors.New("too many open files")
 	}
-	fh, err := os.OpenFile(path, flags, 0o644)
+	fh, err := scripting.OpenFile(path, flags) // regular files only, never /proc, /sys, /dev
 	if err != nil {
 		return nil, err
 	}

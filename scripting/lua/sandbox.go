@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	glua "github.com/yuin/gopher-lua"
+
+	"github.com/hostd/hostd/scripting"
 )
 
 const lockedMT = "locked"
@@ -97,7 +99,8 @@ func (v *vm) buildSandbox() {
 	base.RawSetString("coroutine", readOnly(L, co))
 
 	osAll := g.RawGetString("os").(*glua.LTable)
-	osT := pick(L, osAll, "time", "clock", "date", "difftime", "remove", "rename")
+	osT := pick(L, osAll, "time", "clock", "date", "difftime")
+	L.SetFuncs(osT, map[string]glua.LGFunction{"remove": osRemove, "rename": osRename})
 	base.RawSetString("os", readOnly(L, osT))
 
 	base.RawSetString("io", readOnly(L, v.ioLib()))
@@ -271,4 +274,25 @@ func unpack(L *glua.LState) int {
 		L.Push(t.RawGetInt(k))
 	}
 	return j - i + 1
+}
+
+// osRemove is os.remove(path) under scripting.Remove's rules (no /proc,
+// /sys, /dev, no magic links): true, or nil and a message.
+func osRemove(L *glua.LState) int {
+	return osResult(L, scripting.Remove(L.CheckString(1)))
+}
+
+// osRename is os.rename(old, new) under scripting.Rename's rules.
+func osRename(L *glua.LState) int {
+	return osResult(L, scripting.Rename(L.CheckString(1), L.CheckString(2)))
+}
+
+func osResult(L *glua.LState, err error) int {
+	if err != nil {
+		L.Push(glua.LNil)
+		L.Push(glua.LString(err.Error()))
+		return 2
+	}
+	L.Push(glua.LTrue)
+	return 1
 }

@@ -1,0 +1,24 @@
+// Package sandboxtest helps the tests of packages that open files under
+// sandbox's rules (sandbox.LogPolicy): test directories must lie where a
+// log file is acceptable.
+package sandboxtest
+
+import "os"
+
+// UseSafeTempDir points TMPDIR (and so t.TempDir) at /var/tmp when the
+// system's temporary directory is world-writable without the sticky bit, as
+// on some CI machines: anyone could rename a test's directory away there, so
+// sandbox.LogPolicy rightly refuses log files below it. Call it from
+// TestMain, before any test runs.
+func UseSafeTempDir() {
+	fi, err := os.Stat(os.TempDir())
+	if err != nil || fi.Mode().Perm()&0o002 == 0 || fi.Mode()&os.ModeSticky != 0 {
+		return
+	}
+	for _, dir := range []string{"/var/tmp", "/dev/shm"} {
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() && (fi.Mode().Perm()&0o002 == 0 || fi.Mode()&os.ModeSticky != 0) {
+			os.Setenv("TMPDIR", dir)
+			return
+		}
+	}
+}
