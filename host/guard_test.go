@@ -97,7 +97,7 @@ func TestLogRedaction(t *testing.T) {
 		t.Run(format, func(t *testing.T) {
 			s := hosttest.Start(t, hosttest.Files{
 				"hostd.toml": hosttest.MainConfig + "log_format = \"" + format + "\"\n",
-				"vhosts.d/alice.toml": "server_name = \"alice.example\"\nroot = \"../alice\"\n" +
+				"vhosts.d/alice.toml": "server_name = \"alice.example\"\nroot = \"../alice\"\nrun_as_server = true\n" +
 					"access_log = \"../logs/alice.access.log\"\nerror_log = \"../logs/alice.error.log\"\n" +
 					"[[hooks]]\nphase = \"access\"\nfile = \"../hooks/h.lua\"\n",
 				"alice/index.html": "alice\n",

@@ -38,9 +38,9 @@ func BenchmarkNoisyNeighbour(b *testing.B) {
 
 func noisyRun(b *testing.B, mode, share string) (idle, noisy []time.Duration) {
 	vhost := func(name string, uid int) string {
-		return fmt.Sprintf("server_name = %q\nroot = \"../pub\"\nuser = \"%d\"\nsandbox = %q\n"+
+		return fmt.Sprintf("server_name = %q\nroot = \"../pub\"\nuser = \"%d\"\nsandbox = %q\nrun_as_server = %v\n"+
 			"[limits]\nscript_timeout = \"1s\"\nmax_concurrent = -1\nmax_concurrent_per_client = -1\n"+
-			"[[hooks]]\nphase = \"content\"\nfile = \"../hooks/%s.lua\"\n", name, uid, mode, name)
+			"[[hooks]]\nphase = \"content\"\nfile = \"../hooks/%s.lua\"\n", name, uid, mode, mode == "none", name)
 	}
 	dir := tenantDir(b)
 	hosttest.Write(b, dir, hosttest.Files{
