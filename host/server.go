@@ -236,7 +236,9 @@ func (s *Server) Listen() error {
 	if err != nil {
 		return fmt.Errorf("listen_https: %w", err)
 	}
-	s.httpsLn = withProgressTimeout(s.admit.wrap(ln), s.cfg.Server.WriteTimeout.Std()) // capacity.go
+	// Admission outermost: its certificate hook finds its *admitConn as
+	// the ClientHello's conn; the write progress deadline inside it.
+	s.httpsLn = s.admit.wrap(withProgressTimeout(ln, s.cfg.Server.WriteTimeout.Std())) // capacity.go
 	_, s.httpsPort, _ = net.SplitHostPort(ln.Addr().String())
 	if s.httpSrv != nil {
 		ln, err := net.Listen("tcp", s.cfg.Server.ListenHTTP)
