@@ -293,7 +293,13 @@ func (l *loader) loadMain(file string) *Config {
 	l.checkPolicy(file, loc, cfg) // policy.go
 	l.checkServerExtras(file, loc, cfg)
 	l.checkSessions(file, loc, &m.Sessions)
-	m.Sessions.PasswordFile = rel(dir, m.Sessions.PasswordFile)
+	if m.Sessions.PasswordFile = rel(dir, m.Sessions.PasswordFile); m.Sessions.PasswordFile != "" {
+		// It may not exist yet (make demo-services writes the demo's);
+		// serving without it fails with the file's name.
+		if fi, err := os.Stat(m.Sessions.PasswordFile); err == nil && !fi.Mode().IsRegular() {
+			l.add(file, loc.line("sessions", -1, "password_file"), "sessions.password_file %s is not a regular file", m.Sessions.PasswordFile)
+		}
+	}
 	cfg.Sessions = m.Sessions
 	l.effectiveSessions(cfg, file, &Sessions{})
 	return cfg

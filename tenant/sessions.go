@@ -95,7 +95,7 @@ func (l *loader) checkSessions(file string, loc *locator, s *Sessions) {
 func (l *loader) effectiveSessions(cfg *Config, file string, v *Sessions) Sessions {
 	base, e := cfg.Sessions, *v
 	where, at := file, v.line
-	e.PasswordFile = "" // a vhost never names one (checkSessions)
+	e.PasswordFile = "" // a vhost never names one (loadVHost refuses it)
 	if e.Store == "" || e.Store == base.Store {
 		if e.URL == "" {
 			e.URL = base.URL
