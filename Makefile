@@ -65,6 +65,11 @@ vet: $(BUILD_DEPS)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed" >&2; exit 1; }
 	$(GO) vet ./...
 
+# Tests write configurations and logs under $TMPDIR, and hostd refuses a
+# log or configuration path below a directory others can write (a /tmp or
+# /var/tmp without its sticky bit, as some shared machines have them): as
+# root the tests use a directory of their own, /run/hostd-test (0755).
+test: export TMPDIR = $(shell install -d -m 0755 /run/hostd-test 2>/dev/null && echo /run/hostd-test || echo $${TMPDIR:-/tmp})
 test: deps $(BUILD_DEPS) vet
 	$(GO) test -race -count=1 -timeout 20m ./...
 	@# the pure-Go build (no libmruby): builds, and its mruby stub says so
@@ -75,10 +80,16 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # services the demo uses: Redis for sessions (and memcached, for trying
-# store = "memcached"), on loopback, started once.
+# store = "memcached"), on loopback, started once. The demo's Redis
+# (port 6380) requires a password that make generates into
+# examples/state/redis.pass (root, 0600): hostd reads it (password_file),
+# the tenants' code cannot, so it cannot even connect.
+DEMO_REDIS_PASS := examples/state/redis.pass
 demo-services:
-	@redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 || \
-		redis-server --bind 127.0.0.1 --port 6379 --save "" --appendonly no --daemonize yes
+	@install -d -m 0700 examples/state
+	@test -s $(DEMO_REDIS_PASS) || (umask 077; head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > $(DEMO_REDIS_PASS))
+	@REDISCLI_AUTH="$$(cat $(DEMO_REDIS_PASS))" redis-cli -h 127.0.0.1 -p 6380 ping 2>/dev/null | grep -q PONG || \
+		printf 'bind 127.0.0.1\nport 6380\nsave ""\nappendonly no\ndaemonize yes\nrequirepass %s\n' "$$(cat $(DEMO_REDIS_PASS))" | redis-server -
 	@(echo version | timeout 1 bash -c 'cat > /dev/tcp/127.0.0.1/11211') 2>/dev/null || \
 		memcached -d -l 127.0.0.1 -p 11211 -u nobody
 

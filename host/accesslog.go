@@ -26,6 +26,8 @@ type accessLog struct {
 	file *logFile // the log file, reopened on SIGUSR1; nil for stderr or off
 	off  bool
 	json bool // one JSON object per line instead of combined (admin_logs.go)
+	// redact hides secret query values (redact.go); nil keeps them.
+	redact *redactor
 }
 
 // openAccessLog opens an access log: "" is off, "-" is stderr, else a file
@@ -75,7 +77,7 @@ func (a *accessLog) log(r *http.Request, vhost string, rec *recorder, start time
 	b.WriteString(" - ")
 	b.WriteString(logtext.Field(user))
 	b.WriteString(start.Format(" [02/Jan/2006:15:04:05 -0700] \""))
-	b.WriteString(logtext.Quote(r.Method + " " + r.RequestURI + " " + r.Proto))
+	b.WriteString(logtext.Quote(r.Method + " " + a.redact.uri(r.RequestURI) + " " + r.Proto))
 	b.WriteString("\" ")
 	b.WriteString(strconv.Itoa(rec.statusCode()))
 	b.WriteByte(' ')
@@ -85,7 +87,7 @@ func (a *accessLog) log(r *http.Request, vhost string, rec *recorder, start time
 		b.WriteString(strconv.FormatInt(rec.bytes, 10))
 	}
 	b.WriteString(" \"")
-	b.WriteString(logtext.Quote(orDash(r.Referer())))
+	b.WriteString(logtext.Quote(orDash(a.redact.uri(r.Referer()))))
 	b.WriteString("\" \"")
 	b.WriteString(logtext.Quote(orDash(r.UserAgent())))
 	b.WriteString("\" ")

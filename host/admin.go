@@ -119,7 +119,8 @@ func (s *Server) startOps() {
 				ConstLabels: prometheus.Labels{"version": s.build.Version, "revision": s.build.Revision,
 					"goversion": s.build.GoVersion},
 			}, func() float64 { return 1 }),
-			phpCollector{s}) // php.go
+			phpCollector{s},   // php.go
+			guardCollector{s}) // guard.go
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn)}))
 		mux.HandleFunc("GET /status", s.serveStatusPage)
@@ -127,7 +128,7 @@ func (s *Server) startOps() {
 		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "/status", http.StatusFound)
 		})
-		s.ops.adminSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: s.handshakeErrorLog()}
+		s.ops.adminSrv = &http.Server{Handler: s.adminAuth(mux), ReadHeaderTimeout: 10 * time.Second, ErrorLog: s.handshakeErrorLog()}
 		go s.ops.adminSrv.Serve(s.ops.adminLn)
 	}
 }

@@ -127,6 +127,7 @@ func openVHostAccessLog(s *Server, vc *tenant.VHost) (*accessLog, error) {
 		return nil, fmt.Errorf("vhost access_log: %w", err)
 	}
 	a.json = s.cfg.Server.LogFormat == "json"
+	a.redact = s.guard.redact
 	return a, nil
 }
 
@@ -159,8 +160,8 @@ func (a *accessLog) logJSON(r *http.Request, vhost string, rec *recorder, start 
 	}
 	ar := accessRecord{
 		Time: start.UTC().Format(time.RFC3339Nano), VHost: vhost, Remote: host, Method: logtext.Escape(r.Method),
-		URI: logtext.Escape(r.RequestURI), Proto: logtext.Escape(r.Proto), Status: rec.statusCode(), Bytes: rec.bytes,
-		Referer: logtext.Escape(r.Referer()), UserAgent: logtext.Escape(r.UserAgent()), DurationUS: time.Since(start).Microseconds(),
+		URI: logtext.Escape(a.redact.uri(r.RequestURI)), Proto: logtext.Escape(r.Proto), Status: rec.statusCode(), Bytes: rec.bytes,
+		Referer: logtext.Escape(a.redact.uri(r.Referer())), UserAgent: logtext.Escape(r.UserAgent()), DurationUS: time.Since(start).Microseconds(),
 	}
 	if u, _, ok := r.BasicAuth(); ok {
 		ar.User = logtext.Escape(u)

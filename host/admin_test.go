@@ -92,9 +92,9 @@ func TestTrace(t *testing.T) {
 	}
 }
 
-func scrape(t *testing.T, addr string) map[string]*dto.MetricFamily {
+func scrape(t *testing.T, addr adminTarget) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
+	resp, err := addr.get("/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestMetricsAndStatusPage(t *testing.T) {
 		"alice/index.html":    "alice home\n",
 		"bob/index.html":      "bob home\n",
 	})
-	addr := s.AdminAddr()
+	addr := adminTarget{s.AdminAddr(), s.AdminToken()}
 	alice := map[string]string{"vhost": "alice.example"}
 	before := scrape(t, addr)
 	if v, ok := metricValue(before, "hostd_requests_total", map[string]string{"vhost": "alice.example"}); ok {
@@ -225,7 +225,7 @@ func TestMetricsAndStatusPage(t *testing.T) {
 
 	// /status.json is what `hostd status --json` prints.
 	var st host.Status
-	jr, err := http.Get("http://" + addr + "/status.json")
+	jr, err := addr.get("/status.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestMetricsAndStatusPage(t *testing.T) {
 	}
 
 	// The HTML page shows the same numbers.
-	resp, err := http.Get("http://" + addr + "/status")
+	resp, err := addr.get("/status")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,12 +288,12 @@ func TestMetricsAndStatusPage(t *testing.T) {
 
 // promtoolCheck runs `promtool check metrics` (Debian package
 // prometheus) on a scrape of /metrics: no problem may be reported.
-func promtoolCheck(t *testing.T, addr string) {
+func promtoolCheck(t *testing.T, addr adminTarget) {
 	t.Helper()
 	if _, err := exec.LookPath("promtool"); err != nil {
 		t.Skip("promtool not installed (make deps installs the prometheus package)")
 	}
-	resp, err := http.Get("http://" + addr + "/metrics")
+	resp, err := addr.get("/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -244,7 +244,7 @@ func (l *admissionListener) Accept() (net.Conn, error) {
 		}
 		var ip netip.Addr
 		if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil {
-			ip = ap.Addr().Unmap()
+			ip = clientKey(ap.Addr()) // an IPv6 client counts by its /64 (capacity.go)
 		}
 		if !l.a.openConn(ip) {
 			c.Close()

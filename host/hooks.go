@@ -44,7 +44,13 @@ func (v *vhost) runPhase(ctx context.Context, phase scripting.Phase, hr *hookReq
 		if !hk.cfg.Matches(hr.path) {
 			continue
 		}
-		res, err := hk.engine.Run(ctx, phase, hk.cfg.File, hr)
+		var res scripting.Result
+		var err error
+		if gerr := v.gate.run(ctx, v.cpuT, func(ctx context.Context) { // cpugate.go
+			res, err = hk.engine.Run(ctx, phase, hk.cfg.File, hr)
+		}); gerr != nil {
+			err = gerr
+		}
 		if err != nil {
 			v.hookFailed(hr, hk, err)
 			return true
@@ -92,6 +98,8 @@ func (v *vhost) hookFailed(hr *hookRequest, hk *hook, err error) {
 	case errors.Is(err, scripting.ErrSessionUnavailable):
 		status, msg = http.StatusServiceUnavailable, "the session store is unavailable, try again"
 		v.ops.sessionErrors.Add(1)
+	case errors.Is(err, errCPUBusy), errors.Is(err, errThreadBudget):
+		status, msg = http.StatusServiceUnavailable, "this site is busy, please retry shortly"
 	case errors.Is(err, scripting.ErrNeverCompiled):
 		// The hook's file is broken and no earlier version compiled: the
 		// site is being edited; fail closed (no content or access check

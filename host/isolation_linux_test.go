@@ -24,7 +24,7 @@ const (
 	bobUID   = 31002
 )
 
-func requireRoot(t *testing.T) {
+func requireRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (CI runs as root)")
@@ -55,6 +55,7 @@ io_roots = ["../shared"]
 worker_idle = "300ms"
 max_workers = 16
 script_timeout = "20s" # the stress test runs 400 requests at once under -race
+max_concurrent_per_client = -1 # ... all from 127.0.0.1
 [cgi]
 enabled = true
 [[hooks]]

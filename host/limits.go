@@ -33,6 +33,11 @@ func (l *vhostLimits) counter(name string) *vhostCounter {
 // in progress; then it answers 503 with Retry-After and logs (at most one
 // line a second per vhost).
 func (s *Server) serveVHost(w http.ResponseWriter, r *http.Request, v *vhost) {
+	if done, ok := s.admitClient(w, r, v); !ok { // capacity.go
+		return
+	} else if done != nil {
+		defer done()
+	}
 	max := int64(v.cfg.Limits.MaxConcurrent)
 	if max <= 0 { // -1, or a Config not made by tenant.Load
 		v.ServeHTTP(w, r)

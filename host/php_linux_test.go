@@ -192,7 +192,7 @@ func TestPHPPoolPerTenant(t *testing.T) {
 	}
 
 	// The pools in /metrics.
-	mr, err := http.Get("http://" + s.AdminAddr() + "/metrics")
+	mr, err := adminTarget{s.AdminAddr(), s.AdminToken()}.get("/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,6 +119,9 @@ func reloadedServerKey(name string) bool {
 	switch name {
 	case "vhosts", "default_sandbox", "min_uid":
 		return true
+	case "vhost_files_trusted", "tenant_roots", "allowed_log_dirs", "min_gid", "forbidden_groups",
+		"allowed_sandboxes", "vhost_session_store", "nested_names", "require_tenant_owned":
+		return true // the tenant policy checks the vhost files each reload reads (tenant/policy.go)
 	}
 	return false
 }
@@ -200,6 +203,7 @@ func (s *Server) reload(ctx context.Context) (ReloadResult, error) {
 	served := func(name string) bool { return rt.byName[name] != nil }
 	s.states.forget(served)
 	s.sessMem.forget(served)
+	s.guard.cpu.forget(served) // cpugate.go
 	slices.SortStableFunc(p.changes, func(a, b VHostChange) int { return strings.Compare(a.File, b.File) })
 	res.VHosts = p.changes
 	for _, c := range p.changes {

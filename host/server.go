@@ -72,6 +72,7 @@ type Server struct {
 
 	sessMem memoryStores // memory session stores, kept across reloads (session.go)
 	states  tenantStates // shared dictionaries and compiled hooks, kept across reloads (state.go)
+	guard   guardState   // sealing secrets, admin token, redaction, thread and CPU budgets (guard.go)
 
 	closeOnce sync.Once
 }
@@ -119,6 +120,12 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 		s.access.Close()
 		return nil, fmt.Errorf("default certificate: %w", err)
 	}
+	if err := s.initGuard(cfg); err != nil { // guard.go
+		s.access.Close()
+		return nil, err
+	}
+	s.access.redact = s.guard.redact
+	s.ops.trace.redact = s.guard.redact
 	if needsSpawner(cfg.VHosts) { // php.go
 		if s.spawner, err = sandbox.NewSpawner(logger); err != nil {
 			s.access.Close()
@@ -148,6 +155,7 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 		VerifyConnection: s.countHandshake,
 	}
 	applyTLSProfile(s.tlsConfig, cfg.Server.TLSProfile)
+	s.bindTicketsToVHost(s.tlsConfig) // ticketsni.go
 	s.tlsOther = s.tlsConfig.Clone()
 	applyTLSProfile(s.tlsOther, otherProfile(cfg.Server.TLSProfile))
 	s.tlsConfig.GetConfigForClient = s.configForClient
@@ -166,6 +174,7 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 	s.httpsSrv = s.newHTTPServer(s.serveHTTPS, errLog)
 	s.httpsSrv.TLSConfig = s.tlsConfig
 	s.httpsSrv.Protocols = &protocols
+	s.httpsSrv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: s.h2MaxStreams()} // capacity.go
 	if cfg.Server.ListenHTTP != "" {
 		s.httpSrv = s.newHTTPServer(s.serveHTTP, errLog)
 	}
@@ -180,10 +189,10 @@ func (s *Server) newHTTPServer(h http.HandlerFunc, errLog *log.Logger) *http.Ser
 		Handler:           h,
 		ReadHeaderTimeout: sc.ReadHeaderTimeout.Std(),
 		ReadTimeout:       sc.ReadTimeout.Std(),
-		WriteTimeout:      sc.WriteTimeout.Std(),
-		IdleTimeout:       sc.IdleTimeout.Std(),
-		MaxHeaderBytes:    int(sc.MaxHeaderBytes),
-		ErrorLog:          errLog,
+		// write_timeout is per write progress: withProgressTimeout (capacity.go)
+		IdleTimeout:    sc.IdleTimeout.Std(),
+		MaxHeaderBytes: int(sc.MaxHeaderBytes),
+		ErrorLog:       errLog,
 	}
 }
 
@@ -234,7 +243,9 @@ func (s *Server) Listen() error {
 	if err != nil {
 		return fmt.Errorf("listen_https: %w", err)
 	}
-	s.httpsLn = s.admit.wrap(ln)
+	// Admission outermost: its certificate hook finds its *admitConn as
+	// the ClientHello's conn; the write progress deadline inside it.
+	s.httpsLn = s.admit.wrap(withProgressTimeout(ln, s.cfg.Server.WriteTimeout.Std())) // capacity.go
 	_, s.httpsPort, _ = net.SplitHostPort(ln.Addr().String())
 	if s.httpSrv != nil {
 		ln, err := net.Listen("tcp", s.cfg.Server.ListenHTTP)
@@ -242,7 +253,7 @@ func (s *Server) Listen() error {
 			s.httpsLn.Close()
 			return fmt.Errorf("listen_http: %w", err)
 		}
-		s.httpLn = ln
+		s.httpLn = withProgressTimeout(ln, s.cfg.Server.WriteTimeout.Std())
 	}
 	if err := s.listenOps(); err != nil {
 		s.httpsLn.Close()
@@ -279,6 +290,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	defer stopTickets()
 	go s.tickets.run(ticketsCtx, s.tlsConfig, s.tlsOther)
 	go s.ocsp.run(ticketsCtx)
+	go s.runGuard(ticketsCtx)
 	n := 1
 	if s.httpLn != nil {
 		n++
@@ -377,6 +389,9 @@ func canonicalHost(h string) string {
 func (s *Server) serveHTTPS(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	closeAfterChunked(w, r)
+	if r.ProtoMajor == 2 {
+		w = newStreamProgress(w, s.cfg.Server.WriteTimeout.Std()) // capacity.go
+	}
 	rt := s.routes.Load()
 	v := rt.lookup(canonicalHost(r.Host))
 	rec := newRecorder(w)

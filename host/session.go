@@ -36,9 +36,15 @@ func newSessions(s *Server, vc *tenant.VHost) (*session.Manager, error) {
 	var err error
 	switch sc.Store {
 	case tenant.StoreRedis:
-		st, err = session.NewRedis(sc.URL, 0)
+		var u string
+		if u, err = redisURL(sc); err == nil { // guard.go
+			st, err = session.NewRedis(u, 0)
+		}
 	case tenant.StoreMemcached:
-		st, err = session.NewMemcached(sc.Servers, sc.Backup, 0)
+		var mc *session.Memcached
+		if mc, err = session.NewMemcached(sc.Servers, sc.Backup, 0); err == nil {
+			st, err = mc, memcachedAuth(mc, sc) // guard.go
+		}
 	default:
 		st = s.sessMem.get(vc.ServerName)
 	}
@@ -48,6 +54,8 @@ func newSessions(s *Server, vc *tenant.VHost) (*session.Manager, error) {
 	return session.NewManager(session.Options{
 		Store: st, Namespace: vc.ServerName, Cookie: sc.Cookie,
 		TTL: sc.TTL.Std(), MaxBytes: int(sc.MaxBytes),
+		Keys: s.guard.sessRing, Logger: s.logger.With("vhost", vc.ServerName),
+		OnSealBroken: func() { s.guard.sealBroken.Add(1) },
 	})
 }
 

@@ -36,7 +36,8 @@ type node struct {
 }
 
 // startNode runs `hostd serve --config` on a free loopback port with the
-// shared vhosts in dir/vhosts.d and sessions, the main file's table.
+// shared vhosts in dir/vhosts.d, the shared session secrets in
+// dir/session.keys and sessions, the main file's table.
 func startNode(t *testing.T, bin, dir, name, sessions string) *node {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -45,7 +46,8 @@ func startNode(t *testing.T, bin, dir, name, sessions string) *node {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	main := fmt.Sprintf("[server]\nlisten_https = %q\nvhosts = \"../vhosts.d/*.toml\"\nstate_dir = \"state\"\n\n%s", addr, sessions)
+	main := fmt.Sprintf("[server]\nlisten_https = %q\nvhosts = \"../vhosts.d/*.toml\"\nstate_dir = \"state\"\n"+
+		"session_keys = \"../session.keys\"\n\n%s", addr, sessions)
 	hosttest.Write(t, dir, hosttest.Files{name + "/hostd.toml": main})
 	n := &node{addr: addr, done: make(chan struct{})}
 	n.cmd = exec.Command(bin, "serve", "--config", filepath.Join(dir, name, "hostd.toml"))

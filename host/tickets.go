@@ -149,6 +149,16 @@ func (tk *ticketKeys) apply(now time.Time, cfgs ...*tls.Config) error {
 // a rotation by another node sharing the file is picked up well within
 // the overlap window.
 func (tk *ticketKeys) run(ctx context.Context, cfgs ...*tls.Config) {
+	tk.watch(ctx, func(keys [][32]byte) {
+		for _, cfg := range cfgs {
+			cfg.SetSessionTicketKeys(keys)
+		}
+	})
+}
+
+// watch syncs the keys periodically until ctx is done and calls changed
+// with them whenever they differ from the last sync.
+func (tk *ticketKeys) watch(ctx context.Context, changed func(keys [][32]byte)) {
 	t := time.NewTicker(min(tk.period/4, time.Minute))
 	defer t.Stop()
 	for {
@@ -156,8 +166,11 @@ func (tk *ticketKeys) run(ctx context.Context, cfgs ...*tls.Config) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			if err := tk.apply(now, cfgs...); err != nil {
-				tk.logger.Error("session ticket keys", "err", err)
+			keys, ok, err := tk.sync(now)
+			if err != nil {
+				tk.logger.Error("keys", "file", tk.file, "err", err)
+			} else if ok {
+				changed(keys)
 			}
 		}
 	}

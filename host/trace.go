@@ -25,10 +25,11 @@ const traceFlush = 50 * time.Millisecond
 // clients. With no subscriber, the request path pays one atomic load.
 // It is safe for concurrent use.
 type tracer struct {
-	n    atomic.Int32 // subscribers
-	euid int          // the server's uid, shown for vhosts without their own identity
-	mu   sync.Mutex
-	subs map[*traceSub]struct{}
+	n      atomic.Int32 // subscribers
+	euid   int          // the server's uid, shown for vhosts without their own identity
+	redact *redactor    // hides secret query values (redact.go)
+	mu     sync.Mutex
+	subs   map[*traceSub]struct{}
 }
 
 // traceSub is one attached client; vhost "" follows every vhost.
@@ -81,7 +82,7 @@ func (t *tracer) publish(v *vhost, rec *recorder, r *http.Request, start time.Ti
 			continue
 		}
 		if line == nil {
-			line = traceLine(v, rec, r, start, d, t.euid)
+			line = traceLine(v, rec, r, start, d, t.euid, t.redact)
 		}
 		select {
 		case sub.lines <- line:
@@ -93,7 +94,7 @@ func (t *tracer) publish(v *vhost, rec *recorder, r *http.Request, start time.Ti
 
 // traceLine is: time vhost uid= tid= method path status bytes duration
 // tls-version handshake.
-func traceLine(v *vhost, rec *recorder, r *http.Request, start time.Time, d time.Duration, euid int) []byte {
+func traceLine(v *vhost, rec *recorder, r *http.Request, start time.Time, d time.Duration, euid int, red *redactor) []byte {
 	b := make([]byte, 0, 192)
 	b = start.UTC().AppendFormat(b, "2006-01-02T15:04:05.000000Z")
 	b = append(b, ' ')
@@ -113,7 +114,7 @@ func traceLine(v *vhost, rec *recorder, r *http.Request, start time.Time, d time
 	b = append(b, ' ')
 	b = logtext.AppendField(b, r.Method)
 	b = append(b, ' ')
-	b = logtext.AppendField(b, r.URL.RequestURI())
+	b = logtext.AppendField(b, red.uri(r.URL.RequestURI()))
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, int64(rec.statusCode()), 10)
 	b = append(b, ' ')

@@ -59,6 +59,10 @@ type vhost struct {
 	// checking is set on the throwaway vhosts of Check, which compile
 	// every vhost's hooks on one set of VMs.
 	checking bool
+
+	threads *threadBudget // the server's OS thread budget (capacity.go)
+	gate    *cpuGate      // the server's CPU gate, nil when off (cpugate.go)
+	cpuT    *cpuTenant    // this tenant's place in it
 }
 
 func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
@@ -69,6 +73,9 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 		limit:    s.limits.counter(vc.ServerName),
 		engines:  make(map[string]scripting.Engine),
 		logSlots: make(chan struct{}, logSlots),
+		threads:  s.guard.threads,
+		gate:     s.guard.cpu,
+		cpuT:     s.guard.cpu.tenant(vc.ServerName),
 	}
 	defer func() {
 		if err != nil {
@@ -231,7 +238,15 @@ func (v *vhost) close() {
 }
 
 // run runs fn with the tenant's identity, per the vhost's sandbox mode.
+// In the modes that hold an OS thread for it, the thread counts against
+// server.max_threads (capacity.go).
 func (v *vhost) run(ctx context.Context, fn func()) error {
+	if holdsThread(v.cfg.Mode) {
+		if err := v.threads.acquire(ctx); err != nil {
+			return err
+		}
+		defer v.threads.release()
+	}
 	return v.sb.Run(ctx, fn)
 }
 
@@ -345,7 +360,7 @@ func (v *vhost) serveFile(w http.ResponseWriter, r *http.Request, path string) {
 		switch {
 		case err == nil:
 			v.ops.cgiSpawns.Add(1)
-			v.cgi.ServeScript(w, r, script)
+			v.cpuRun(w, r, func(r *http.Request) { v.cgi.ServeScript(w, r, script) }) // cpugate.go
 			return
 		case errors.Is(err, cgi.ErrForbidden):
 			httpError(w, http.StatusForbidden, "access denied")

@@ -111,7 +111,7 @@ type Server struct {
 
 	ReadHeaderTimeout Duration `toml:"read_header_timeout"` // default 10s
 	ReadTimeout       Duration `toml:"read_timeout"`        // default 60s
-	WriteTimeout      Duration `toml:"write_timeout"`       // default 0: none
+	WriteTimeout      Duration `toml:"write_timeout"`       // default 60s, per write progress; "0s" = none
 	IdleTimeout       Duration `toml:"idle_timeout"`        // default 120s
 	ShutdownTimeout   Duration `toml:"shutdown_timeout"`    // default 10s
 	MaxHeaderBytes    Size     `toml:"max_header_bytes"`    // default 64KiB
@@ -154,6 +154,65 @@ type Server struct {
 	// "intermediate" (default: Mozilla's intermediate, TLS 1.2 with
 	// ECDHE and AEAD suites only, and TLS 1.3) or "modern" (TLS 1.3 only).
 	TLSProfile string `toml:"tls_profile"`
+
+	// Tenant policy (policy.go): what a vhost file may claim, for
+	// operators whose tenants can edit their own vhost files.
+	//
+	// VHostFilesTrusted (default true) requires the main file, every
+	// vhost file and the directories holding them to be owned by root (or
+	// the server's own user) and writable by no one else, like sshd's
+	// StrictModes; false switches that check off.
+	VHostFilesTrusted *bool `toml:"vhost_files_trusted"`
+	// TenantRoots are the directories a vhost's root must lie in (empty:
+	// anywhere).
+	TenantRoots []string `toml:"tenant_roots"`
+	// AllowedLogDirs are the directories a vhost's error_log and
+	// access_log must lie in (empty: anywhere).
+	AllowedLogDirs []string `toml:"allowed_log_dirs"`
+	// MinGID is the lowest gid a vhost may run as (default: min_uid).
+	MinGID *int64 `toml:"min_gid"`
+	// ForbiddenGroups are groups (names or gids) a vhost may never run as
+	// (default: root, shadow, disk, adm, sudo, kmem, tty, docker, lxd,
+	// wheel, systemd-journal, where they exist).
+	ForbiddenGroups []string `toml:"forbidden_groups"`
+	// AllowedSandboxes are the modes a vhost's sandbox key may choose
+	// (default: all of them).
+	AllowedSandboxes []string `toml:"allowed_sandboxes"`
+	// VHostSessionStore (default true) lets a vhost's [sessions] choose
+	// its store (store, url, servers, backup); false allows only cookie,
+	// ttl and max_bytes there.
+	VHostSessionStore *bool `toml:"vhost_session_store"`
+	// NestedNames (default false) lets a vhost claim names under another
+	// user's vhost names (www.dave.example, *.dave.example) or a wildcard
+	// that covers them.
+	NestedNames bool `toml:"nested_names"`
+	// RequireTenantOwned (default false) requires a vhost with a user to
+	// have its root and hook files owned by that user, so a vhost file
+	// cannot borrow another tenant's uid.
+	RequireTenantOwned bool `toml:"require_tenant_owned"`
+
+	// SessionKeys is the file of the secrets session values are sealed
+	// with (default state_dir/session.keys, 0600); servers that share
+	// sessions share it. SessionKeyRotation is its rotation period
+	// (default 24h; the previous secret opens for one more period).
+	SessionKeys        string   `toml:"session_keys"`
+	SessionKeyRotation Duration `toml:"session_key_rotation"`
+	// AdminTokenFile holds the bearer token admin_listen requires
+	// (default state_dir/admin.token, 0600, made on first start).
+	AdminTokenFile string `toml:"admin_token_file"`
+	// LogRedactQuery are query parameters whose values access logs and
+	// traces replace by "REDACTED" (default: DefaultRedactQuery; [] = off).
+	LogRedactQuery *[]string `toml:"log_redact_query"`
+	// MaxThreads is the server-wide budget of OS threads the switching
+	// modes may hold for tenants (default 4096); past it requests wait up
+	// to handshake_wait, then get 503.
+	MaxThreads int `toml:"max_threads"`
+	// H2MaxStreams is HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS (default:
+	// the largest max_concurrent_per_client, 100 to 250).
+	H2MaxStreams int `toml:"h2_max_streams"`
+	// TenantCPUShare is the share of the CPUs one tenant's hooks, CGI and
+	// PHP may hold while another tenant waits (default 0.5; 1 = off).
+	TenantCPUShare float64 `toml:"tenant_cpu_share"`
 }
 
 // Limits is a vhost's [limits] table.
@@ -176,6 +235,10 @@ type Limits struct {
 	// MaxConcurrent bounds the vhost's requests in progress (default 256,
 	// -1 = unlimited); excess requests get 503 with Retry-After.
 	MaxConcurrent int `toml:"max_concurrent"`
+	// MaxConcurrentPerClient bounds the requests in progress of one
+	// client (an IPv4 address, an IPv6 /64) on this vhost (default
+	// max_concurrent/8, at least 4; -1 = unlimited).
+	MaxConcurrentPerClient int `toml:"max_concurrent_per_client"`
 	// MaxRanges bounds the byte ranges of one Range request for a static
 	// file (default 16, -1 = unlimited); with more, the whole file is sent.
 	MaxRanges int `toml:"max_ranges"`
@@ -354,6 +417,7 @@ type Config struct {
 	mainLoc *locator // key positions in the main file (ServerKeyPos)
 	// implicitSandbox is true when the main file sets no default_sandbox.
 	implicitSandbox bool
+	policy          *policy // the resolved tenant policy (policy.go)
 }
 
 // MinUID returns server.min_uid or its default.

@@ -94,6 +94,7 @@ func LoadPartial(path string) (*Config, []*Broken, error) {
 		errs[i] = vl.errs
 	}
 	checkDuplicates(vs, errs)
+	checkNested(cfg, vs, errs) // policy.go
 	var broken []*Broken
 	for i, f := range files {
 		if len(errs[i]) == 0 {
@@ -291,7 +292,16 @@ func (l *loader) loadMain(file string) *Config {
 		}
 	}
 	l.checkLogPath(cfg, file, line("access_log"), "access_log", cfg.AccessLog)
+	l.checkPolicy(file, loc, cfg) // policy.go
+	l.checkServerExtras(file, loc, cfg)
 	l.checkSessions(file, loc, &m.Sessions)
+	if m.Sessions.PasswordFile = rel(dir, m.Sessions.PasswordFile); m.Sessions.PasswordFile != "" {
+		// It may not exist yet (make demo-services writes the demo's);
+		// serving without it fails with the file's name.
+		if fi, err := os.Stat(m.Sessions.PasswordFile); err == nil && !fi.Mode().IsRegular() {
+			l.add(file, loc.line("sessions", -1, "password_file"), "sessions.password_file %s is not a regular file", m.Sessions.PasswordFile)
+		}
+	}
 	cfg.Sessions = m.Sessions
 	l.effectiveSessions(cfg, file, &Sessions{})
 	return cfg
@@ -422,12 +432,17 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 		l.add(file, loc.line("limits", -1, "max_workers"), "max_workers must not be negative")
 	}
 	if lim.MaxWorkers == 0 {
-		lim.MaxWorkers = 64
+		lim.MaxWorkers = DefaultMaxWorkers() // guard.go
 	}
 	if lim.MaxConcurrent < -1 {
 		l.add(file, loc.line("limits", -1, "max_concurrent"), "max_concurrent must be positive, 0 (default 256) or -1 (unlimited)")
 	} else if lim.MaxConcurrent == 0 {
 		lim.MaxConcurrent = 256
+	}
+	if lim.MaxConcurrentPerClient < -1 {
+		l.add(file, loc.line("limits", -1, "max_concurrent_per_client"), "max_concurrent_per_client must be positive, 0 (default max_concurrent/8) or -1 (unlimited)")
+	} else if lim.MaxConcurrentPerClient == 0 {
+		lim.MaxConcurrentPerClient = DefaultPerClient(lim.MaxConcurrent)
 	}
 	if lim.WorkerIdle == 0 {
 		lim.WorkerIdle = Duration(30e9)
@@ -518,12 +533,16 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 		}
 	}
 	l.checkSessions(file, loc, &v.Sessions)
+	if v.Sessions.PasswordFile != "" {
+		l.add(file, loc.line("sessions", -1, "password_file"), "sessions.password_file is set in the main file only (a vhost file must not name files root reads)")
+	}
 	v.Sessions = l.effectiveSessions(cfg, file, &v.Sessions)
 	l.checkTLSProfile(file, line("tls_profile"), v.TLSProfile)
 	if v.TLSProfile == "" {
 		v.TLSProfile = cfg.Server.TLSProfile
 	}
 	l.checkHSTS(file, line("hsts"), &v.HSTS)
+	l.checkVHostPolicy(cfg, file, loc, v) // policy.go
 	return v
 }
 

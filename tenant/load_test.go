@@ -71,7 +71,12 @@ path = "/admin/*"
 	if a.Root != filepath.Join(dir, "public") || a.UID != 31001 || a.GID != 31001 {
 		t.Errorf("root/uid/gid = %s %d %d", a.Root, a.UID, a.GID)
 	}
-	if a.Limits.ScriptTimeout.Std().Seconds() != 2 || a.Limits.MaxBody != 2<<20 || a.Limits.MaxWorkers != 64 {
+	if cfg.Server.WriteTimeout.Std() != DefaultWriteTimeout || cfg.Server.MaxThreads != DefaultMaxThreads ||
+		cfg.Server.TenantCPUShare != DefaultTenantCPUShare || a.Limits.MaxConcurrentPerClient != 32 {
+		t.Errorf("capacity defaults: write_timeout %s max_threads %d tenant_cpu_share %g per client %d",
+			cfg.Server.WriteTimeout.Std(), cfg.Server.MaxThreads, cfg.Server.TenantCPUShare, a.Limits.MaxConcurrentPerClient)
+	}
+	if a.Limits.ScriptTimeout.Std().Seconds() != 2 || a.Limits.MaxBody != 2<<20 || a.Limits.MaxWorkers != DefaultMaxWorkers() {
 		t.Errorf("limits = %+v", a.Limits)
 	}
 	if got := a.Hooks[0]; got.File != filepath.Join(dir, "hooks/a.lua") || got.Line() != 9 || !got.Matches("/admin/x") || got.Matches("/x") {

@@ -3,6 +3,7 @@ package tenant
 import (
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -30,6 +31,12 @@ type Sessions struct {
 	TTL Duration `toml:"ttl"`
 	// MaxBytes bounds a session's JSON encoding (default 4096).
 	MaxBytes Size `toml:"max_bytes"`
+	// PasswordFile holds the store's password, so that it sits in a file
+	// only root reads rather than in a configuration file: for Redis the
+	// password (AUTH, or the ACL user's, the user named in url); for
+	// memcached "USER:PASSWORD" (memcached -Y). Main file only; it goes
+	// with the main file's store, never with a vhost's own.
+	PasswordFile string `toml:"password_file"`
 
 	line int // line of the [sessions] header, 0 when absent
 }
@@ -88,6 +95,7 @@ func (l *loader) checkSessions(file string, loc *locator, s *Sessions) {
 func (l *loader) effectiveSessions(cfg *Config, file string, v *Sessions) Sessions {
 	base, e := cfg.Sessions, *v
 	where, at := file, v.line
+	e.PasswordFile = "" // a vhost never names one (loadVHost refuses it)
 	if e.Store == "" || e.Store == base.Store {
 		if e.URL == "" {
 			e.URL = base.URL
@@ -113,6 +121,10 @@ func (l *loader) effectiveSessions(cfg *Config, file string, v *Sessions) Sessio
 	}
 	if e.MaxBytes == 0 {
 		e.MaxBytes = base.MaxBytes
+	}
+	if e.Store == base.Store && e.URL == base.URL && slices.Equal(e.Servers, base.Servers) && slices.Equal(e.Backup, base.Backup) {
+		// The main file's password goes to the main file's store only.
+		e.PasswordFile = base.PasswordFile
 	}
 	if e.Store == "" {
 		e.Store = StoreMemory

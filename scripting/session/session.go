@@ -3,13 +3,13 @@ package session
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/hostd/hostd/scripting"
@@ -42,12 +42,22 @@ type Options struct {
 	MaxBytes int
 	// Timeout bounds each store call (default DefaultTimeout).
 	Timeout time.Duration
+	// Keys are the server secrets values are sealed with (seal.go);
+	// nil gives the Manager a random secret of its own, so its sessions
+	// last as long as it does.
+	Keys *Keyring
+	// Logger receives a line for every session value that fails
+	// authentication (default: discard).
+	Logger *slog.Logger
+	// OnSealBroken, when set, is called for every such value (a counter).
+	OnSealBroken func()
 }
 
-// Manager makes the sessions of one vhost. It is immutable and safe for
-// concurrent use.
+// Manager makes the sessions of one vhost. Its options are immutable; it
+// is safe for concurrent use.
 type Manager struct {
-	o Options
+	o       Options
+	derived atomic.Pointer[derived] // the vhost's keys for the keyring's current secrets
 }
 
 // NewManager returns a Manager with o's defaults filled in.
@@ -70,7 +80,32 @@ func NewManager(o Options) (*Manager, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
-	return &Manager{o: o}, nil
+	if o.Keys == nil || o.Keys.load() == nil {
+		o.Keys = randomKeyring()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Manager{o: o}
+	if _, err := m.keys(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// keys returns the vhost's keys for the keyring's current secrets, newest
+// first, deriving them again after a rotation.
+func (m *Manager) keys() ([]vhostKey, error) {
+	ks := m.o.Keys.load()
+	if d := m.derived.Load(); d != nil && d.src == ks {
+		return d.keys, nil
+	}
+	d, err := deriveKeys(ks, m.o.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("session keys: %w", err)
+	}
+	m.derived.Store(d)
+	return d.keys, nil
 }
 
 // Store returns the manager's store.
@@ -79,16 +114,16 @@ func (m *Manager) Store() Store { return m.o.Store }
 // CookieName returns the session cookie's name.
 func (m *Manager) CookieName() string { return m.o.Cookie }
 
-// Key returns the store key of session id: namespaced by vhost and hashed,
-// so that an id is never used as a key directly and the same id names
-// different sessions on different vhosts.
+// Key returns the store key of session id under the newest secret: an
+// HMAC of the vhost and the id, so that an id is never used as a key
+// directly, the same id names different sessions on different vhosts, and
+// no one without the secret can compute or recognise a vhost's keys.
 func (m *Manager) Key(id string) string {
-	sum := sha256.Sum256([]byte(m.o.Namespace + "\x00" + id))
-	k := "hostd:sess:" + m.o.Namespace + ":" + hex.EncodeToString(sum[:])
-	if len(k) > 250 { // memcached's key limit; the hash alone still separates
-		k = "hostd:sess:" + hex.EncodeToString(sum[:])
+	ks, err := m.keys()
+	if err != nil {
+		return ""
 	}
-	return k
+	return ks[0].storeKey(m.o.Namespace, id)
 }
 
 // Start returns the session of a request that carried cookie id (""
@@ -145,7 +180,8 @@ type Session struct {
 	data      map[string]any
 	dirty     bool
 	enc       []byte   // JSON of data as Set checked it; nil when unknown
-	stale     []string // ids to delete from the store at Save (regenerated)
+	found     string   // store key the session was loaded from ("" when none)
+	stale     []string // store keys to delete at Save (regenerated ids, older secrets)
 }
 
 var _ scripting.Session = (*Session)(nil)
@@ -165,7 +201,11 @@ func (s *Session) ctx(ctx context.Context) (context.Context, context.CancelFunc)
 
 // load reads the session on first use. An id the store does not know
 // (expired, destroyed, or never issued) is dropped, so a client cannot
-// choose the id of a new session (session fixation).
+// choose the id of a new session (session fixation). The store key of
+// each kept secret is tried, newest first; a session found under an older
+// secret is sealed again under the newest one at Save. A value that does
+// not open (tampered with, or forged by someone who can write to the
+// store) is logged and replaced by a fresh, empty session.
 func (s *Session) load(ctx context.Context) error {
 	if s.loaded {
 		return nil
@@ -174,25 +214,48 @@ func (s *Session) load(ctx context.Context) error {
 		s.data, s.loaded = map[string]any{}, true
 		return nil
 	}
-	st := s.m.o.Store
-	cctx, cancel := s.ctx(ctx)
-	b, err := st.Load(cctx, s.m.Key(s.id), s.m.o.TTL)
-	cancel()
-	switch {
-	case errors.Is(err, ErrNotFound):
-		s.id, s.data = "", map[string]any{}
-	case err != nil:
-		return unavailable(st, "load", err)
-	default:
-		v, derr := scripting.DecodeJSON(b, max(len(b), 1))
+	keys, err := s.m.keys()
+	if err != nil {
+		return err
+	}
+	st, ns := s.m.o.Store, s.m.o.Namespace
+	var data map[string]any
+	for i := range keys {
+		k := &keys[i]
+		key := k.storeKey(ns, s.id)
+		cctx, cancel := s.ctx(ctx)
+		b, err := st.Load(cctx, key, s.m.o.TTL)
+		cancel()
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return unavailable(st, "load", err)
+		}
+		plain, err := k.open(ns, s.id, b)
+		if err != nil {
+			s.m.o.Logger.Warn("session value failed authentication: starting a fresh session",
+				"store", st.String(), "err", err)
+			if s.m.o.OnSealBroken != nil {
+				s.m.o.OnSealBroken()
+			}
+			break
+		}
+		v, derr := scripting.DecodeJSON(plain, max(len(plain), 1))
 		m, ok := v.(map[string]any)
 		if derr != nil || !ok {
-			// Not ours or corrupt: start afresh rather than fail forever.
-			s.id, m = "", map[string]any{}
+			break // not ours or corrupt: start afresh rather than fail forever
 		}
-		s.data = m
+		data, s.found = m, key
+		if i > 0 { // sealed with an older secret: seal it again
+			s.dirty = true
+		}
+		break
 	}
-	s.loaded = true
+	if data == nil {
+		s.id, data = "", map[string]any{}
+	}
+	s.data, s.loaded = data, true
 	return nil
 }
 
@@ -240,16 +303,25 @@ func (s *Session) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
+// storeKeys are the store keys the session's current id may be under: the
+// newest secret's, and the one it was loaded from.
+func (s *Session) storeKeys() []string {
+	if s.id == "" {
+		return nil
+	}
+	ks := []string{s.m.Key(s.id)}
+	if s.found != "" && s.found != ks[0] {
+		ks = append(ks, s.found)
+	}
+	return ks
+}
+
 // Destroy removes the session from the store now and expires the cookie.
 func (s *Session) Destroy(ctx context.Context) error {
-	ids := append(s.stale, s.id)
 	st := s.m.o.Store
-	for _, id := range ids {
-		if id == "" {
-			continue
-		}
+	for _, key := range append(s.stale, s.storeKeys()...) {
 		cctx, cancel := s.ctx(ctx)
-		err := st.Delete(cctx, s.m.Key(id))
+		err := st.Delete(cctx, key)
 		cancel()
 		if err != nil {
 			return unavailable(st, "delete", err)
@@ -260,7 +332,7 @@ func (s *Session) Destroy(ctx context.Context) error {
 			return err
 		}
 	}
-	s.id, s.stale, s.data, s.loaded, s.dirty, s.enc = "", nil, map[string]any{}, true, false, nil
+	s.id, s.stale, s.found, s.data, s.loaded, s.dirty, s.enc = "", nil, "", map[string]any{}, true, false, nil
 	return nil
 }
 
@@ -270,15 +342,13 @@ func (s *Session) RegenerateID(ctx context.Context) error {
 	if err := s.load(ctx); err != nil {
 		return err
 	}
-	old := s.id
+	old, oldKeys := s.id, s.storeKeys()
 	s.id = ""
 	if err := s.ensureID(); err != nil {
 		s.id = old
 		return err
 	}
-	if old != "" {
-		s.stale = append(s.stale, old)
-	}
+	s.stale, s.found = append(s.stale, oldKeys...), ""
 	s.dirty = true
 	return nil
 }
@@ -305,37 +375,48 @@ func (s *Session) cookie(value string, maxAge int) *http.Cookie {
 	}
 }
 
-// Save writes the session back when it changed: the whole JSON value in
-// one store call (a store never holds half a session), then removes the
-// ids RegenerateID replaced. An emptied session is deleted.
+// Save writes the session back when it changed: the whole value, sealed
+// under the newest secret, in one store call (a store never holds half a
+// session), then removes the keys it replaced (a regenerated id, a key
+// of an older secret). An emptied session is deleted.
 func (s *Session) Save(ctx context.Context) error {
 	if !s.Dirty() {
 		return nil
 	}
 	st := s.m.o.Store
 	if s.dirty && s.id != "" {
+		keys, err := s.m.keys()
+		if err != nil {
+			return err
+		}
+		key := keys[0].storeKey(s.m.o.Namespace, s.id)
 		cctx, cancel := s.ctx(ctx)
-		var err error
 		if len(s.data) == 0 {
-			err = st.Delete(cctx, s.m.Key(s.id))
+			s.stale = append(s.stale, s.storeKeys()...)
 		} else {
 			b := s.enc
 			if b == nil {
 				b, err = scripting.EncodeJSON(s.data, s.m.o.MaxBytes+1)
 			}
 			if err == nil {
-				err = st.Save(cctx, s.m.Key(s.id), b, s.m.o.TTL)
+				err = st.Save(cctx, key, keys[0].seal(s.m.o.Namespace, s.id, b), s.m.o.TTL)
+			}
+			if err == nil && s.found != "" && s.found != key {
+				s.stale = append(s.stale, s.found)
 			}
 		}
 		cancel()
 		if err != nil {
 			return unavailable(st, "save", err)
 		}
+		if s.found = key; len(s.data) == 0 {
+			s.found = ""
+		}
 	}
 	s.dirty = false
 	for len(s.stale) > 0 {
 		cctx, cancel := s.ctx(ctx)
-		err := st.Delete(cctx, s.m.Key(s.stale[0]))
+		err := st.Delete(cctx, s.stale[0])
 		cancel()
 		if err != nil {
 			return unavailable(st, "delete", err)

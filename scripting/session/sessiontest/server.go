@@ -23,24 +23,26 @@ type Server struct {
 	done chan struct{}
 }
 
-// Redis starts a redis-server without persistence on a free loopback port;
-// it is killed when the test ends.
-func Redis(t testing.TB) *Server {
+// Redis starts a redis-server without persistence on a free loopback port,
+// with extra arguments appended (e.g. "--requirepass", "pw"); it is killed
+// when the test ends.
+func Redis(t testing.TB, extra ...string) *Server {
 	return start(t, "redis-server", func(port int) []string {
-		return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
-			"--appendonly", "no", "--protected-mode", "no", "--daemonize", "no", "--loglevel", "warning"}
+		return append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
+			"--appendonly", "no", "--protected-mode", "no", "--daemonize", "no", "--loglevel", "warning"}, extra...)
 	})
 }
 
-// Memcached starts a memcached on a free loopback port; it is killed when
-// the test ends.
-func Memcached(t testing.TB) *Server {
+// Memcached starts a memcached on a free loopback port, with extra
+// arguments appended (e.g. "-Y", authFile); it is killed when the test
+// ends.
+func Memcached(t testing.TB, extra ...string) *Server {
 	return start(t, "memcached", func(port int) []string {
 		args := []string{"-l", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "0", "-m", "64"}
 		if os.Geteuid() == 0 {
 			args = append(args, "-u", "root")
 		}
-		return args
+		return append(args, extra...)
 	})
 }
 
