@@ -60,6 +60,10 @@ var allowedFileOps = map[string]string{
 	"host/phpfpm/process.go os.Remove":     "a stale pool socket in state_dir/php-fpm",
 	"host/phpfpm/process.go unix.Fchmodat": "a pool socket in state_dir/php-fpm (0600)",
 	"host/phpfpm/process.go os.Open":       "a pool's php-fpm configuration in state_dir/php-fpm, passed to the master",
+	"host/capacity.go os.ReadFile":         "/proc/self/status of the server (its thread count)",
+	"host/guard.go os.OpenFile":            "state_dir/session.keys and state_dir/admin.token (O_NOFOLLOW, 0600)",
+	"host/guard.go os.MkdirAll":            "state_dir for the session keys and the admin token",
+	"host/guard.go os.ReadFile":            "[sessions] password_file, an operator-configured secret in the main file",
 }
 
 // TestNoTenantFileOpsOutsideTheGate lists every path-based file system

@@ -284,7 +284,7 @@ func TestOpen(t *testing.T) {
 		// machine, counted as one the generator could not send in time
 		// (what it must do rather than send late); most are answered.
 		unsent := r.Errors[ErrUnsent]
-		if n := int64(r.OK) + unsent; n < 180 || n > 201 || r.OK < 100 || r.ErrorCount() != unsent {
+		if n := int64(r.OK) + unsent; n < 180 || n > 240 || r.OK < 100 || r.ErrorCount() != unsent {
 			t.Errorf("ok=%d errors=%v, want about 200 answered or unsent, no other error", r.OK, r.Errors)
 		}
 		if r.Offered != 400 {
