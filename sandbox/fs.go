@@ -98,6 +98,10 @@ var (
 	// ErrFSClosed is returned by operations after the gate, or its
 	// tenant's personality (ModeUring), was closed.
 	ErrFSClosed error = &gateError{"the tenant's file gate is closed"}
+	// ErrUntrustedLink is returned when a root's path leads through a
+	// symbolic link that neither root nor the server owns (a tenant's
+	// link could point the root anywhere).
+	ErrUntrustedLink error = &gateError{"a root's path leads through a symbolic link the server does not trust"}
 )
 
 // Roots returns the gate's root directories, the first one being where

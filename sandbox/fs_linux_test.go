@@ -477,3 +477,73 @@ func TestGateCloseWhileInUse(t *testing.T) {
 		t.Errorf("after Close: %v, want ErrFSClosed", err)
 	}
 }
+
+// TestRootThroughTenantLink: a tenant owns the directory holding its
+// document root and swaps the root for a link to "/" (or to another
+// tenant's files) before a start or reload. A gate of the server (mode
+// none/suexec) must not follow it; links root owns still work.
+func TestRootThroughTenantLink(t *testing.T) {
+	requireRoot(t)
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	site := filepath.Join(base, "site")
+	for _, d := range []string{home, site, filepath.Join(site, "www")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(site, "www", "index.html"), []byte("site"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(home, 31001, 31001); err != nil {
+		t.Fatal(err)
+	}
+	link := func(name, target string, uid int) string {
+		p := filepath.Join(home, name)
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Lchown(p, uid, uid); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		root string
+		want error // nil: the gate opens and serves index.html
+	}{
+		{link("www", "/", 31001), sandbox.ErrUntrustedLink},
+		{link("etc", "/etc", 31001) + "/ssl", sandbox.ErrUntrustedLink},
+		{link("up", "../site/www", 31001), sandbox.ErrUntrustedLink},
+		{link("ok", site+"/www", 0), nil},
+		{link("okrel", "../site/www", 0), nil},
+		{link("okdir", "../site", 0) + "/www", nil},
+		{link("chain", "okrel", 0), nil},
+		{link("chainbad", "www", 0), sandbox.ErrUntrustedLink},
+		{link("loop", "loop", 0), unix.ELOOP},
+		{filepath.Join(site, "www", "index.html"), unix.ENOTDIR},
+	}
+	for _, tc := range tests {
+		g, err := sandbox.NewDirectFS(tc.root)
+		if tc.want != nil {
+			if !errors.Is(err, tc.want) {
+				t.Errorf("root %s: %v, want %v", tc.root, err, tc.want)
+			}
+			if err == nil {
+				g.Close()
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("root %s: %v", tc.root, err)
+			continue
+		}
+		f, err := g.Open("index.html")
+		if err != nil {
+			t.Errorf("root %s: open index.html: %v", tc.root, err)
+		} else if got := readAll(f); got != "site" {
+			t.Errorf("root %s: index.html = %q", tc.root, got)
+		}
+		g.Close()
+	}
+}
