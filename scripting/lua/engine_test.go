@@ -211,8 +211,13 @@ func TestContextCancel(t *testing.T) {
 }
 
 func TestBoundedHostFunctions(t *testing.T) {
-	e := newEngine(scripting.Config{Limits: scripting.Limits{MaxInput: 1 << 10, MaxMemory: 1 << 20, Timeout: 200 * time.Millisecond}})
+	// The bounds must trip before the time limit, even on a loaded
+	// machine: a generous limit here, a short one for the loop that only
+	// time stops.
+	e := newEngine(scripting.Config{Limits: scripting.Limits{MaxInput: 1 << 10, MaxMemory: 1 << 20, Timeout: 10 * time.Second}})
 	defer e.Close()
+	short := newEngine(scripting.Config{Limits: scripting.Limits{MaxInput: 1 << 10, MaxMemory: 1 << 20, Timeout: 200 * time.Millisecond}})
+	defer short.Close()
 	for _, c := range []struct{ src, err string }{
 		{`string.rep("x", 1e9)`, "string.rep"},
 		{`("xy"):rep(1e9)`, "string.rep"},
@@ -229,6 +234,10 @@ func TestBoundedHostFunctions(t *testing.T) {
 		{`string.byte(string.rep("x", 1e6), 1, -1)`, "hook.lua:1:"},
 		{`local s = "x" for i = 1, 1e6 do s = s .. "x" end`, "time limit"},
 	} {
+		e := e
+		if c.err == "time limit" {
+			e = short
+		}
 		_, _, err := runSrc(t, e, c.src)
 		if err == nil || !strings.Contains(err.Error(), c.err) {
 			t.Errorf("%s: err %v, want one containing %q", c.src, err, c.err)
