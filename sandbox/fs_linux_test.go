@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hostd/hostd/sandbox"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 // gateTree makes root/ and extra/ with files, symbolic links in and out,
@@ -222,7 +223,7 @@ func TestGateDevice(t *testing.T) {
 	requireRoot(t)
 	base := gateTree(t)
 	if err := unix.Mknod(filepath.Join(base, "root/null"), unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
-		t.Skipf("mknod: %v", err)
+		sandboxtest.Skipf(t, "mknod: %v", err)
 	}
 	g, err := sandbox.NewDirectFS(filepath.Join(base, "root"))
 	if err != nil {
@@ -241,7 +242,7 @@ func newRings(t testing.TB, n int) *sandbox.Rings {
 	t.Helper()
 	r, err := sandbox.NewRings(n)
 	if err != nil {
-		t.Skipf("io_uring unavailable: %v", err)
+		sandboxtest.Skipf(t, "io_uring unavailable: %v", err)
 	}
 	t.Cleanup(r.Close)
 	return r

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 	"github.com/hostd/hostd/scripting"
 	"github.com/hostd/hostd/scripting/scriptingtest"
 )
@@ -188,7 +189,9 @@ func TestTimeoutWorkerSurvives(t *testing.T) {
 		if !errors.As(err, &se) || se.File == "" {
 			t.Errorf("%s: %v is not a ScriptError with a file", src, err)
 		}
-		if d := time.Since(start); d > 500*time.Millisecond {
+		// Stopped near the 50 ms limit, not after running on: the
+		// margin is wide for a loaded 2-core CI machine.
+		if d := time.Since(start); d > 2*time.Second {
 			t.Errorf("%s: stopped after %v", src, d)
 		}
 		req, _, err := runSrc(t, e, `r:write("alive")`)
@@ -458,7 +461,7 @@ r:write(" ", io.type(g), " ", tostring(io.type(42)))
 	fds := func() int {
 		ents, err := os.ReadDir("/proc/self/fd")
 		if err != nil {
-			t.Skip("no /proc/self/fd")
+			sandboxtest.Skipf(t, "no /proc/self/fd")
 		}
 		return len(ents)
 	}

@@ -13,13 +13,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hostd/hostd/sandbox/internal/sys"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 func newRing(t testing.TB) *Ring {
 	t.Helper()
 	r, err := New(4)
 	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
-		t.Skipf("io_uring unavailable here: %v", err)
+		sandboxtest.Skipf(t, "io_uring unavailable here: %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -116,9 +117,7 @@ func TestRestricted(t *testing.T) {
 // and checks that operations naming them are checked against the tenant,
 // without CAP_DAC_OVERRIDE.
 func TestPersonality(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (CI runs as root)")
-	}
+	sandboxtest.RequireRoot(t)
 	r := newRing(t)
 	dir := t.TempDir()
 	os.Chmod(dir, 0o755)
