@@ -548,3 +548,38 @@ func TestRootThroughTenantLink(t *testing.T) {
 		g.Close()
 	}
 }
+
+// TestGateDoesNotCrossMounts: a mount below a root (a tenant's FUSE mount
+// could hang every lookup through it) is not entered; the root's own files
+// still open.
+func TestGateDoesNotCrossMounts(t *testing.T) {
+	requireRoot(t)
+	base := gateTree(t)
+	root := filepath.Join(base, "root")
+	mnt := filepath.Join(root, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(filepath.Join(base, "extra"), mnt, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("bind mount: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(mnt, unix.MNT_DETACH) })
+	g, err := sandbox.NewDirectFS(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if f, err := g.Open("mnt/e.txt"); !errors.Is(err, sandbox.ErrEscapes) {
+		if err == nil {
+			f.Close()
+		}
+		t.Errorf("open through a mount point: %v, want ErrEscapes", err)
+	}
+	f, err := g.Open("f.txt")
+	if err != nil {
+		t.Fatalf("open f.txt: %v", err)
+	}
+	if got := readAll(f); got != "f" {
+		t.Errorf("f.txt = %q", got)
+	}
+}
