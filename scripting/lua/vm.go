@@ -138,8 +138,7 @@ func (v *vm) run(ctx context.Context, phase scripting.Phase, path string, proto 
 func (v *vm) end() {
 	for _, f := range v.files {
 		if f != nil && f.f != nil {
-			f.f.Close()
-			f.f = nil
+			f.close()
 		}
 	}
 	clear(v.files)
