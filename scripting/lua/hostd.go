@@ -99,6 +99,7 @@ func (v *vm) hJSONEncode(L *glua.LState) int {
 func (v *vm) hJSONDecode(L *glua.LState) int {
 	v.rc.poke() // may be slow: check the deadline at the next instruction
 	s := L.CheckString(1)
+	L.ChargeMemory(int64(len(s))) // the strings of the result; its tables are charged as made
 	x, err := scripting.DecodeJSON([]byte(s), v.e.cfg.Limits.MaxInput)
 	if err != nil {
 		L.Push(glua.LNil)

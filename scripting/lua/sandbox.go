@@ -210,6 +210,8 @@ func (v *vm) require(L *glua.LState) int {
 	name := L.CheckString(1)
 	if v.loaded == nil {
 		v.loaded = L.NewTable()
+		// Where the memory budget's measure of live data sees it.
+		L.G.Registry.RawSetString(loadedKey, v.loaded)
 	}
 	if m := v.loaded.RawGetString(name); m != glua.LNil {
 		L.Push(m)
@@ -252,6 +254,9 @@ func (v *vm) require(L *glua.LState) int {
 	L.Push(m)
 	return 1
 }
+
+// loadedKey is the registry key of the run's module table.
+const loadedKey = "hostd.loaded"
 
 // maxUnpack bounds the values unpack pushes.
 const maxUnpack = 8000

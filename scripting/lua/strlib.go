@@ -32,6 +32,7 @@ func (v *vm) strRep(L *glua.LState) int {
 	if n > v.maxString()/len(s) {
 		L.RaiseError("string.rep: result would exceed %d bytes", v.maxString())
 	}
+	L.CheckMemory(int64(n) * int64(len(s)))
 	L.Push(glua.LString(strings.Repeat(s, n)))
 	return 1
 }
@@ -60,6 +61,7 @@ func (v *vm) strFormat(L *glua.LState) int {
 	if est > v.maxString() {
 		L.RaiseError("string.format: result would exceed %d bytes", v.maxString())
 	}
+	L.CheckMemory(int64(est))
 	L.Insert(v.origFormat, 1)
 	L.Call(L.GetTop()-1, 1)
 	return 1
@@ -94,6 +96,7 @@ func (v *vm) tableConcat(L *glua.LState) int {
 			L.RaiseError("table.concat: result would exceed %d bytes", max)
 		}
 	}
+	L.CheckMemory(int64(total))
 	var b strings.Builder
 	b.Grow(total)
 	for k := i; k <= j; k++ {
@@ -220,6 +223,9 @@ func (v *vm) strGsub(L *glua.LState) int {
 		}
 		if b.Len() > limit {
 			L.RaiseError("string.gsub: result would exceed %d bytes", limit)
+		}
+		if b.Len() > b.Cap()/2 {
+			L.CheckMemory(int64(b.Cap()))
 		}
 		if anchor {
 			break
