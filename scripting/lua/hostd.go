@@ -199,7 +199,7 @@ func (v *vm) sSet(L *glua.LState) int {
 	err := v.e.cfg.Shared.Set(key, val, ttlArg(L, 4))
 	if errors.Is(err, scripting.ErrDictFull) {
 		L.Push(glua.LFalse)
-		L.Push(glua.LString("shared dictionary is full"))
+		L.Push(glua.LString(dictFullMsg(err)))
 		return 2
 	}
 	if err != nil {
@@ -211,6 +211,15 @@ func (v *vm) sSet(L *glua.LState) int {
 
 // sIncr adds delta (default 1) to key; an absent key starts at init
 // (default 0) with ttl. It returns the new value, or nil and a message.
+// dictFullMsg is what a hook sees for a set or incr that failed with
+// scripting.ErrDictFull.
+func dictFullMsg(err error) string {
+	if errors.Is(err, scripting.ErrDictBudget) {
+		return "shared dictionary is over its byte budget"
+	}
+	return "shared dictionary is full"
+}
+
 func (v *vm) sIncr(L *glua.LState) int {
 	key := L.CheckString(2)
 	delta := float64(L.OptNumber(3, 1))
@@ -219,7 +228,7 @@ func (v *vm) sIncr(L *glua.LState) int {
 	if err != nil {
 		if errors.Is(err, scripting.ErrDictFull) {
 			L.Push(glua.LNil)
-			L.Push(glua.LString("shared dictionary is full"))
+			L.Push(glua.LString(dictFullMsg(err)))
 			return 2
 		}
 		L.Push(glua.LNil)

@@ -97,3 +97,39 @@ func BenchmarkMemoryAccounting(b *testing.B) {
 		}
 	}
 }
+
+// TestModuleSizeAndNesting: a required module over Limits.MaxScript is
+// refused, and a deeply nested one is a syntax error found fast (a 3.8 MB
+// nested module stalled a thread 12 s before the parser was bounded).
+func TestModuleSizeAndNesting(t *testing.T) {
+	dir := t.TempDir()
+	writeHook(t, dir, "big.lua", "return 1\n"+strings.Repeat("-- padding padding padding\n", 80000))
+	writeHook(t, dir, "nested.lua", "return "+strings.Repeat("{", 400000)+strings.Repeat("}", 400000))
+	writeHook(t, dir, "parens.lua", "return "+strings.Repeat("(", 400000)+"1"+strings.Repeat(")", 400000))
+	var consts strings.Builder
+	consts.WriteString("local t = {}\n")
+	for i := 0; consts.Len() < 1000000; i++ {
+		consts.WriteString("t[" + strconv.Itoa(i) + "] = " + strconv.Itoa(i) + ".5\n")
+	}
+	consts.WriteString("return #t\n")
+	writeHook(t, dir, "consts.lua", consts.String())
+	e := newEngine(scripting.Config{HookDir: dir, Limits: scripting.Limits{Timeout: 20 * time.Second}})
+	defer e.Close()
+	for _, c := range []struct{ mod, err string }{
+		{"big", "larger than 1048576 bytes"},
+		{"nested", "too many syntax levels"},
+		{"parens", "too many syntax levels"},
+		{"consts", ""},
+	} {
+		start := time.Now()
+		_, _, err := runSrc(t, e, `r:write(tostring(require "`+c.mod+`"))`)
+		d := time.Since(start)
+		if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("require %s: err %v, want %q", c.mod, err, c.err)
+		}
+		if d > 3*time.Second {
+			t.Errorf("require %s took %v", c.mod, d)
+		}
+		t.Logf("require %s: %v", c.mod, d)
+	}
+}

@@ -347,6 +347,18 @@ for i = 1, 1e6 do t[i] = s:upper() end`,
 local ok = xpcall(function() while true do s = s .. s end end, function(e) local t = {} for i = 1, 1e6 do t[i] = {} end return e end)
 r:write(tostring(ok))`,
 			Want: mem},
+		{Name: "lua_shared_dict_budget", Phase: content,
+			Lua: `local ok, err, n = true, nil, 0
+for i = 1, 10000 do
+  ok, err = hostd.shared:set("k" .. i, string.rep("x", 65536))
+  if not ok then break end
+  n = i
+end
+local kept = n
+for i = 1, n do hostd.shared:delete("k" .. i) end
+local ok2 = hostd.shared:set("again", string.rep("x", 65536))
+r:write(tostring(ok), " ", err, " ", tostring(kept > 200 and kept < 256), " ", tostring(ok2))`,
+			Want: Want{Body: "false shared dictionary is over its byte budget true true"}},
 		{Name: "lua_garbage_within_budget", Phase: content, Timeout: slow,
 			Lua: `local n = 0
 for i = 1, 10000 do local t = {i, tostring(i)} n = n + #t end
