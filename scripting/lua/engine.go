@@ -163,6 +163,9 @@ func compileSource(path string, src []byte) (*glua.FunctionProto, error) {
 		if errors.As(err, &pe) {
 			se.Line = pe.Pos.Line
 			se.Msg = "syntax error" + strings.TrimPrefix(pe.Message, "syntax error")
+			if !strings.HasPrefix(pe.Message, "syntax error") {
+				se.Msg = "syntax error: " + pe.Message
+			}
 			if se.Line < 1 {
 				// gopher-lua reports an error at end of file as line -1.
 				se.Line = bytes.Count(src, []byte("\n")) + 1
