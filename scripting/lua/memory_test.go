@@ -133,3 +133,35 @@ func TestModuleSizeAndNesting(t *testing.T) {
 		t.Logf("require %s: %v", c.mod, d)
 	}
 }
+
+// TestTableSortBounded: table.sort checks the deadline while it sorts, and
+// sorts as before.
+func TestTableSortBounded(t *testing.T) {
+	e := newEngine(scripting.Config{Limits: scripting.Limits{Timeout: 300 * time.Millisecond}})
+	defer e.Close()
+	req, _, err := runSrc(t, e, `local t = {5, 3, 9, 1} table.sort(t) local u = {"b", "c", "a"} table.sort(u, function(a, b) return a > b end)
+r:write(table.concat(t, ","), " ", table.concat(u, ","))`)
+	if err != nil || req.Response() != "1,3,5,9 c,b,a" {
+		t.Fatalf("sort: %q, %v", req.Response(), err)
+	}
+	// Sorting strings without a comparator runs no Lua code: only the
+	// sort's own check stops it.
+	for _, comp := range []string{"", ", function(a, b) return a > b end"} {
+		start := time.Now()
+		_, _, err = runSrc(t, e, `local t = {} for i = 1, 300000 do t[i] = tostring((i * 7919) % 300007) end
+for k = 1, 100 do
+  for i = 1, #t, 2 do t[i], t[#t - i + 1] = t[#t - i + 1], t[i] end
+  table.sort(t`+comp+`)
+end`)
+		if !errors.Is(err, scripting.ErrTimeout) {
+			t.Fatalf("sorting past the time limit: %v", err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("stopped after %v", d)
+		}
+	}
+	_, _, err = runSrc(t, e, `table.sort({1, "x", 2})`)
+	if err == nil || !strings.Contains(err.Error(), "compare") {
+		t.Errorf("mixed types: %v", err)
+	}
+}
