@@ -87,7 +87,7 @@ FUZZ_TARGETS += fuzz-lua
 fuzz: $(FUZZ_TARGETS)
 
 fuzz-lua:
-	nice -n 19 $(GO) test -run '^$$' -fuzz '^FuzzLuaHook$$' -fuzztime $(FUZZTIME) ./scripting/lua/
+	nice -n 19 $(GO) test -run '^$$' -fuzz '^FuzzLuaHook$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./scripting/lua/
 
 # services the demo uses: Redis for sessions (and memcached, for trying
 # store = "memcached"), on loopback, started once. The demo's Redis
