@@ -669,6 +669,7 @@ func (ms *matchState) addValue(b *strings.Builder, s, e int, repl glua.LValue) {
 	case glua.LString, glua.LNumber:
 		rs := r.String()
 		for i := 0; i < len(rs); i++ {
+			ms.step() // a long replacement is work too
 			c := rs[i]
 			if c != '%' || i+1 >= len(rs) {
 				b.WriteByte(c)
