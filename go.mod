@@ -26,4 +26,4 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-replace github.com/yuin/gopher-lua => ./third_party/gopher-lua
+replace github.com/yuin/gopher-lua => ./scripting/lua/third_party/gopher-lua
