@@ -30,6 +30,7 @@ func (v *vm) hostdLib() *glua.LTable {
 		"time":          hTime,
 	})
 	t.RawSetString("base64", t.RawGetString("base64_encode"))
+	v.hostdAPI(t) // api.go: regex, URL, crypto, JSON sentinels
 
 	methods := L.NewTable()
 	L.SetFuncs(methods, map[string]glua.LGFunction{

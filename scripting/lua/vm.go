@@ -44,6 +44,9 @@ type vm struct {
 
 	// rc is the run's context (deadline and parent), reused by every run.
 	rc runCtx
+	// reCache keeps the compiled patterns of hostd.re (tenant-neutral:
+	// a pattern compiles the same for everyone).
+	reCache scripting.RegexCache
 
 	// Per-run state, reset by end.
 	ctx        context.Context // &rc during a run, nil between runs

@@ -50,6 +50,8 @@ struct hostd_vm {
 	uint64_t seed;        // the default Random's seed for the next run
 	mrb_sym base_symidx;
 	mrb_sym gc_root;
+	const char *prelude;  // Ruby run at setup (api.go's prelude.rb)
+	size_t prelude_len;
 };
 
 // ---- counting allocator ----
@@ -430,7 +432,8 @@ dispatch(mrb_state *mrb, int op)
 	X(session_set, HOSTD_OP_SESSION_SET)    \
 	X(session_delete, HOSTD_OP_SESSION_DELETE) \
 	X(session_destroy, HOSTD_OP_SESSION_DESTROY) \
-	X(session_regenerate_id, HOSTD_OP_SESSION_REGENERATE_ID)
+	X(session_regenerate_id, HOSTD_OP_SESSION_REGENERATE_ID) \
+	X(fn, HOSTD_OP_FN)
 
 #define HOSTD_DEFINE_FN(name, op) \
 	static mrb_value m_##name(mrb_state *mrb, mrb_value self) { (void)self; return dispatch(mrb, op); }
@@ -509,6 +512,45 @@ m_log_print(mrb_state *mrb, mrb_value self)
 	return mrb_nil_value();
 }
 
+// Hostd.__last_match(md, captures) sets $~ to md and $1..$9 to the
+// captures (an Array; nil for a failed match), as Regexp#=~ does in Ruby.
+// Globals are removed after every run (reset_body).
+static mrb_value
+m_set_last_match(mrb_state *mrb, mrb_value self)
+{
+	mrb_value md, caps;
+	char name[3] = {'$', 0, 0};
+	int i;
+
+	(void)self;
+	mrb_get_args(mrb, "oo", &md, &caps);
+	mrb_gv_set(mrb, mrb_intern_lit(mrb, "$~"), md);
+	for (i = 1; i <= 9; i++) {
+		name[1] = (char)('0' + i);
+		mrb_gv_set(mrb, mrb_intern(mrb, name, 2),
+			   mrb_array_p(caps) && i - 1 < RARRAY_LEN(caps) ? RARRAY_PTR(caps)[i - 1] : mrb_nil_value());
+	}
+	return md;
+}
+
+// load_prelude runs the Ruby prelude (Regexp, MatchData, the String
+// methods that take a Regexp, and Hostd helpers written in Ruby).
+static void
+load_prelude(mrb_state *mrb, hostd_vm *vm)
+{
+	mrbc_context *cxt;
+	if (!vm->prelude) return;
+	cxt = mrbc_context_new(mrb);
+	mrbc_filename(mrb, cxt, "hostd-prelude.rb");
+	mrb_load_nstring_cxt(mrb, vm->prelude, vm->prelude_len, cxt);
+	mrbc_context_free(mrb, cxt);
+	if (mrb->exc) {
+		mrb_value e = mrb_obj_value(mrb->exc);
+		mrb->exc = NULL;
+		mrb_exc_raise(mrb, e);
+	}
+}
+
 // ---- VM setup ----
 
 static int
@@ -569,6 +611,8 @@ setup_body(mrb_state *mrb, void *ud)
 	mrb_define_module_function(mrb, h, "base64_decode", m_base64_decode, MRB_ARGS_REQ(1));
 	mrb_define_module_function(mrb, h, "time", m_time, MRB_ARGS_NONE());
 	mrb_define_module_function(mrb, h, "shared", m_shared, MRB_ARGS_NONE());
+	mrb_define_module_function(mrb, h, "__fn", m_fn, MRB_ARGS_ANY());
+	mrb_define_module_function(mrb, h, "__last_match", m_set_last_match, MRB_ARGS_REQ(2));
 
 	c = vm->request_class = mrb_define_class_under(mrb, h, "Request", mrb->object_class);
 	mrb_define_method(mrb, c, "method", m_method, MRB_ARGS_NONE());
@@ -634,6 +678,8 @@ setup_body(mrb_state *mrb, void *ud)
 	mrb_undef_class_method(mrb, c, "interval_ratio=");
 	mrb_undef_class_method(mrb, c, "step_ratio=");
 	mrb_undef_class_method(mrb, c, "generational_mode=");
+
+	load_prelude(mrb, vm);
 
 	mrb_full_gc(mrb);
 	mrb_objspace_each_objects(mrb, freeze_obj, NULL);
@@ -735,7 +781,7 @@ describe(mrb_state *mrb, mrb_value exc, const char *file, int *line)
 }
 
 hostd_vm *
-hostd_vm_new(size_t mem_limit, char **err)
+hostd_vm_new(size_t mem_limit, const char *prelude, size_t prelude_len, char **err)
 {
 	hostd_vm *vm = (hostd_vm *)calloc(1, sizeof(hostd_vm));
 	mrb_bool failed;
@@ -745,6 +791,8 @@ hostd_vm_new(size_t mem_limit, char **err)
 	if (!vm) return NULL;
 	vm->limit = mem_limit;
 	vm->req = mrb_nil_value();
+	vm->prelude = prelude;
+	vm->prelude_len = prelude_len;
 	vm->mrb = mrb_open_allocf(hostd_allocf, vm);
 	if (!vm->mrb) {
 		*err = dup_cstr("mrb_open failed (memory limit too low?)", 39);
@@ -761,6 +809,7 @@ hostd_vm_new(size_t mem_limit, char **err)
 	vm->mrb->ud = vm;
 	vm->gc_root = mrb_intern_lit(vm->mrb, "_gc_root_");
 	r = mrb_protect_error(vm->mrb, setup_body, vm, &failed);
+	vm->prelude = NULL; // Go memory: not kept past this call
 	if (failed) {
 		int line;
 		*err = describe(vm->mrb, r, NULL, &line);

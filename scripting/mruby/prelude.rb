@@ -1,0 +1,358 @@
+# hostd's Ruby prelude: run once per VM before the core is frozen (see
+# api.go). Regexp and MatchData are backed by Go's regexp (RE2 syntax,
+# linear-time matching: no catastrophic backtracking); Ruby's ^ and $
+# always match at line breaks, and /m makes . match a newline, as in
+# Ruby. Offsets given to and taken from Go are byte offsets.
+
+class Regexp
+  IGNORECASE = 1
+  EXTENDED = 2
+  MULTILINE = 4
+
+  attr_reader :source, :options
+
+  def self.compile(*args)
+    new(*args)
+  end
+
+  def self.escape(str)
+    Hostd.__fn("re_escape", str.to_s)
+  end
+
+  def self.quote(str)
+    escape(str)
+  end
+
+  def self.union(*pats)
+    pats = pats[0] if pats.size == 1 && pats[0].is_a?(Array)
+    new(pats.map { |p| p.is_a?(Regexp) ? p.to_s : escape(p.to_s) }.join("|"))
+  end
+
+  def self.last_match(n = nil)
+    m = $~
+    n.nil? || m.nil? ? m : m[n]
+  end
+
+  def initialize(source, opts = nil, _enc = nil)
+    if source.is_a?(Regexp)
+      @source = source.source
+      @options = source.options
+    else
+      raise TypeError, "no implicit conversion of #{source.class} into String" unless source.is_a?(String)
+      @source = source.dup.freeze
+      @options = case opts
+                 when Integer then opts & 7
+                 when String
+                   (opts.include?("i") ? IGNORECASE : 0) | (opts.include?("x") ? EXTENDED : 0) |
+                     (opts.include?("m") ? MULTILINE : 0)
+                 when nil, false then 0
+                 else IGNORECASE
+                 end
+    end
+    if @options & EXTENDED != 0
+      raise RegexpError, "unknown regex option \"x\": extended mode is not supported (hostd's Regexp uses RE2 syntax)"
+    end
+    flags = "m"
+    flags += "i" if @options & IGNORECASE != 0
+    flags += "s" if @options & MULTILINE != 0
+    @flags = flags.freeze
+    names = Hostd.__fn("re_compile", @source, @flags)
+    raise RegexpError, "#{names}: /#{@source}/" if names.is_a?(String)
+    @names = names.freeze
+    freeze
+  end
+
+  def __flags
+    @flags
+  end
+
+  def __names
+    @names
+  end
+
+  # __pos converts a character position of str into a byte offset.
+  def __pos(str, pos)
+    return 0 if pos == 0
+    pos += str.size if pos < 0
+    return -1 if pos < 0 || pos > str.size
+    str[0, pos].bytesize
+  end
+
+  def match(str, pos = 0)
+    if str.nil?
+      Hostd.__last_match(nil, nil)
+      return nil
+    end
+    str = str.to_s
+    b = __pos(str, pos)
+    offs = b < 0 ? nil : Hostd.__fn("re_match", @source, @flags, str, b)
+    md = offs && MatchData.new(self, str, offs)
+    Hostd.__last_match(md, md && md.captures)
+    return yield(md) if md && block_given?
+    md
+  end
+
+  def match?(str, pos = 0)
+    return false if str.nil?
+    str = str.to_s
+    b = __pos(str, pos)
+    b >= 0 && !Hostd.__fn("re_match", @source, @flags, str, b).nil?
+  end
+
+  def =~(str)
+    md = match(str)
+    md && md.begin(0)
+  end
+
+  def ===(str)
+    return false unless str.is_a?(String) || str.is_a?(Symbol)
+    !match(str).nil?
+  end
+
+  def ==(other)
+    other.is_a?(Regexp) && other.source == @source && other.options == @options
+  end
+
+  def eql?(other)
+    self == other
+  end
+
+  def hash
+    @source.hash ^ @options
+  end
+
+  def casefold?
+    @options & IGNORECASE != 0
+  end
+
+  def names
+    @names.compact.uniq
+  end
+
+  # to_s embeds in another pattern with this one's options, in RE2's
+  # syntax: (?i-s:...).
+  def to_s
+    on = ""
+    off = ""
+    (@options & IGNORECASE != 0 ? on : off) << "i"
+    (@options & MULTILINE != 0 ? on : off) << "s"
+    off = "-" + off unless off.empty?
+    "(?#{on}#{off}:#{@source})"
+  end
+
+  def inspect
+    o = ""
+    o << "m" if @options & MULTILINE != 0
+    o << "i" if @options & IGNORECASE != 0
+    "/#{@source}/#{o}"
+  end
+end
+
+class MatchData
+  attr_reader :regexp, :string
+
+  def initialize(regexp, string, offsets)
+    @regexp = regexp
+    @string = string.frozen? ? string : string.dup.freeze
+    @offs = offsets
+  end
+
+  def size
+    @offs.size / 2
+  end
+
+  def length
+    size
+  end
+
+  def __group(i)
+    b = @offs[2 * i]
+    return nil if b.nil? || b < 0
+    @string.byteslice(b, @offs[2 * i + 1] - b)
+  end
+
+  # __index is the group number of n: an Integer, or a name (the last
+  # group of that name that took part).
+  def __index(n)
+    if n.is_a?(Integer)
+      n += size if n < 0
+      return n
+    end
+    name = n.to_s
+    idx = nil
+    @regexp.__names.each_with_index do |g, j|
+      idx = j if g == name && (idx.nil? || @offs[2 * j] >= 0)
+    end
+    raise IndexError, "undefined group name reference: #{name}" if idx.nil?
+    idx
+  end
+
+  def [](n, len = nil)
+    return to_a[n, len] unless len.nil?
+    i = __index(n)
+    return nil if i < 0 || i >= size
+    __group(i)
+  end
+
+  def to_a
+    (0...size).map { |i| __group(i) }
+  end
+
+  def captures
+    (1...size).map { |i| __group(i) }
+  end
+
+  def named_captures
+    h = {}
+    @regexp.__names.each_with_index { |g, j| h[g] = __group(j) if g && (!h.key?(g) || @offs[2 * j] >= 0) }
+    h
+  end
+
+  def names
+    @regexp.names
+  end
+
+  def values_at(*ns)
+    ns.map { |n| self[n] }
+  end
+
+  def pre_match
+    @string.byteslice(0, @offs[0])
+  end
+
+  def post_match
+    @string.byteslice(@offs[1], @string.bytesize - @offs[1])
+  end
+
+  def to_s
+    __group(0)
+  end
+
+  # byteoffset(n) is [start, end] of group n in bytes; begin, end and
+  # offset count characters, as in Ruby.
+  def byteoffset(n)
+    i = __index(n)
+    raise IndexError, "index #{n} out of matches" if i < 0 || i >= size
+    b = @offs[2 * i]
+    b < 0 ? [nil, nil] : [b, @offs[2 * i + 1]]
+  end
+
+  def offset(n)
+    b, e = byteoffset(n)
+    return [nil, nil] if b.nil?
+    [@string.byteslice(0, b).size, @string.byteslice(0, e).size]
+  end
+
+  def begin(n)
+    offset(n)[0]
+  end
+
+  def end(n)
+    offset(n)[1]
+  end
+
+  def ==(other)
+    other.is_a?(MatchData) && other.regexp == @regexp && other.string == @string && other.byteoffset(0) == byteoffset(0)
+  end
+
+  def inspect
+    s = "#<MatchData #{__group(0).inspect}"
+    names = @regexp.__names
+    (1...size).each { |i| s << " #{names[i] || i}:#{__group(i).inspect}" }
+    s << ">"
+  end
+end
+
+class String
+  alias __hostd_split split
+  alias __hostd_sub sub
+  alias __hostd_gsub gsub
+
+  def =~(re)
+    raise TypeError, "wrong argument type String (expected Regexp)" if re.is_a?(String)
+    re =~ self
+  end
+
+  def match(re, pos = 0, &block)
+    re = Regexp.new(re) if re.is_a?(String)
+    re.match(self, pos, &block)
+  end
+
+  def match?(re, pos = 0)
+    re = Regexp.new(re) if re.is_a?(String)
+    re.match?(self, pos)
+  end
+
+  def scan(re, &block)
+    re = Regexp.new(Regexp.escape(re)) if re.is_a?(String)
+    raise TypeError, "wrong argument type #{re.class} (expected Regexp)" unless re.is_a?(Regexp)
+    out = []
+    md = nil
+    Hostd.__fn("re_scan", re.source, re.__flags, self).each do |offs|
+      md = MatchData.new(re, self, offs)
+      item = md.size > 1 ? md.captures : md[0]
+      if block
+        Hostd.__last_match(md, md.captures)
+        block.call(item)
+      else
+        out << item
+      end
+    end
+    Hostd.__last_match(md, md && md.captures) unless block
+    block ? self : out
+  end
+
+  def sub(pat, *rest, &block)
+    return __hostd_sub(pat, *rest, &block) unless pat.is_a?(Regexp)
+    __hostd_re_sub(pat, 1, rest, block)
+  end
+
+  def gsub(pat, *rest, &block)
+    return __hostd_gsub(pat, *rest, &block) unless pat.is_a?(Regexp)
+    __hostd_re_sub(pat, -1, rest, block)
+  end
+
+  def sub!(*args, &block)
+    s = sub(*args, &block)
+    s == self ? nil : replace(s)
+  end
+
+  def gsub!(*args, &block)
+    s = gsub(*args, &block)
+    s == self ? nil : replace(s)
+  end
+
+  # __hostd_re_sub replaces at most n (-1: every) matches of re: with a
+  # template String (\0 \& \1..\9 \k<name> \` \' \\), a Hash of match =>
+  # replacement, or the block's value ($~ set for it).
+  def __hostd_re_sub(re, n, rest, block)
+    if rest.size == 1 && rest[0].is_a?(String)
+      return Hostd.__fn("re_sub", re.source, re.__flags, self, rest[0], n)[0]
+    end
+    unless (rest.size == 1 && rest[0].is_a?(Hash)) || (rest.empty? && block)
+      raise ArgumentError, "wrong arguments: want (pattern, replacement String or Hash) or (pattern) { block }"
+    end
+    hash = rest[0]
+    all = Hostd.__fn("re_scan", re.source, re.__flags, self)
+    all = all[0, 1] if n == 1
+    out = ""
+    last = 0
+    all.each do |offs|
+      md = MatchData.new(re, self, offs)
+      out << byteslice(last, offs[0] - last)
+      if hash
+        out << hash[md[0]].to_s
+      else
+        Hostd.__last_match(md, md.captures)
+        out << block.call(md[0]).to_s
+      end
+      last = offs[1]
+    end
+    out << byteslice(last, bytesize - last)
+  end
+
+  def split(pat = nil, limit = 0)
+    return __hostd_split(pat, limit) unless pat.is_a?(Regexp)
+    Hostd.__fn("re_split", pat.source, pat.__flags, self, limit)
+  end
+end
