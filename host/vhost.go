@@ -182,8 +182,9 @@ func (v *vhost) engine(ext string) (scripting.Engine, error) {
 	}
 	cfg := scripting.Config{
 		Limits: scripting.Limits{
-			Timeout:   v.cfg.Limits.ScriptTimeout.Std(),
-			MaxMemory: int64(v.cfg.Limits.ScriptMemory),
+			Timeout:     v.cfg.Limits.ScriptTimeout.Std(),
+			MaxMemory:   int64(v.cfg.Limits.ScriptMemory),
+			MaxFormPart: int(v.cfg.Limits.MaxFormPart),
 		},
 		Shared:  v.shared,
 		Scripts: v.scripts,

@@ -158,6 +158,9 @@ type Limits struct {
 	// proportional to it (JSON, hashing, pattern matching), in bytes
 	// (default 1 MiB).
 	MaxInput int
+	// MaxFormPart bounds one part of a multipart/form-data body that
+	// r:post_args parses, in bytes (0: no limit but the body's).
+	MaxFormPart int
 }
 
 // Config is what an engine needs to serve one tenant. The zero value works

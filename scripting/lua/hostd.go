@@ -83,7 +83,7 @@ func (v *vm) checkInput(L *glua.LState, n int) string {
 
 func (v *vm) hJSONEncode(L *glua.LState) int {
 	v.rc.poke() // may be slow: check the deadline at the next instruction
-	x, err := fromLua(L.CheckAny(1), v.e.cfg.Limits.MaxInput)
+	x, err := v.fromLua(L.CheckAny(1))
 	if err != nil {
 		L.RaiseError("hostd.json_encode: %s", err.Error())
 	}
@@ -106,7 +106,7 @@ func (v *vm) hJSONDecode(L *glua.LState) int {
 		L.Push(glua.LString(err.Error()))
 		return 2
 	}
-	L.Push(toLua(L, x))
+	L.Push(v.toLua(x))
 	return 1
 }
 

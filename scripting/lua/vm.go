@@ -40,7 +40,11 @@ type vm struct {
 	origFormat *glua.LFunction
 
 	reqUD, hinUD, houtUD, varsUD, sessUD *glua.LUserData
-	fileMT                               *glua.LTable
+	// The JSON sentinels hostd.json_null, hostd.json_empty_array and the
+	// list marker hostd.json_array_mt (read-only, shared by every run).
+	jsonNull, jsonEmptyArray *glua.LUserData
+	jsonArrayMT              *glua.LTable
+	fileMT                   *glua.LTable
 
 	// rc is the run's context (deadline and parent), reused by every run.
 	rc runCtx
@@ -59,6 +63,7 @@ type vm struct {
 	hostErr    error
 	body       glua.LValue
 	args       *glua.LTable
+	cookies    *glua.LTable
 	loaded     *glua.LTable
 	loading    map[string]bool
 	files      []*luaFile
@@ -150,7 +155,7 @@ func (v *vm) end() {
 	v.ctx, v.req, v.env = nil, nil, nil
 	v.rc.parent = nil
 	v.exiting, v.exitStatus, v.hostErr = false, 0, nil
-	v.body, v.args, v.loaded = nil, nil, nil
+	v.body, v.args, v.loaded, v.cookies = nil, nil, nil, nil
 	clear(v.loading)
 	v.coroutines = 0
 	// An error out of a wrapped coroutine leaves gopher-lua's current

@@ -3,9 +3,16 @@
 package mruby
 
 import (
+	"crypto/subtle"
 	_ "embed"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"regexp"
+	"sort"
+	"strings"
+	"time"
 
 	"github.com/hostd/hostd/scripting"
 )
@@ -30,6 +37,31 @@ var apiFuncs = map[string]apiFunc{
 	"re_sub":     fnReSub,
 	"re_split":   fnReSplit,
 	"re_escape":  fnReEscape,
+
+	"escape_uri":          fnEscape(false),
+	"escape_form":         fnEscape(true),
+	"unescape_uri":        fnUnescape(false),
+	"unescape_form":       fnUnescape(true),
+	"encode_args":         fnEncodeArgs,
+	"decode_args":         fnDecodeArgs,
+	"digest_hex":          fnDigest(true),
+	"digest":              fnDigest(false),
+	"hmac_hex":            fnHMAC(true),
+	"hmac":                fnHMAC(false),
+	"hex_encode":          fnHexEncode,
+	"hex_decode":          fnHexDecode,
+	"base64url_encode":    fnBase64URLEncode,
+	"random_bytes":        fnRandomBytes,
+	"random_token":        fnRandomToken,
+	"constant_time_equal": fnConstantTimeEqual,
+	"http_time":           fnHTTPTime,
+	"parse_http_time":     fnParseHTTPTime,
+
+	"cookies":    fnCookies,
+	"set_cookie": fnSetCookie,
+	"post_args":  fnPostArgs,
+	"json_body":  fnJSONBody,
+	"headers":    fnHeaders,
 }
 
 // fn runs Hostd.__fn(name, *args).
@@ -248,4 +280,271 @@ func fnReEscape(rs *runState, a args) (any, error) {
 		return nil, err
 	}
 	return regexp.QuoteMeta(s), nil
+}
+
+func fnEscape(form bool) apiFunc {
+	return func(rs *runState, a args) (any, error) {
+		s, err := a.input(rs, 0, "Hostd.escape_uri")
+		if err != nil {
+			return nil, err
+		}
+		return scripting.EscapeURI(s, form), nil
+	}
+}
+
+// fnUnescape decodes; nil for an invalid escape.
+func fnUnescape(form bool) apiFunc {
+	return func(rs *runState, a args) (any, error) {
+		s, err := a.input(rs, 0, "Hostd.unescape_uri")
+		if err != nil {
+			return nil, err
+		}
+		u, err := scripting.UnescapeURI(s, form)
+		if err != nil {
+			return nil, nil
+		}
+		return u, nil
+	}
+}
+
+func fnEncodeArgs(rs *runState, a args) (any, error) {
+	if len(a) < 1 {
+		return nil, argErr("Hostd.encode_args: missing Hash")
+	}
+	m, ok := a[0].(map[string]any)
+	if !ok {
+		return nil, argErr("Hostd.encode_args: argument must be a Hash")
+	}
+	s, err := scripting.EncodeArgs(m)
+	if err != nil {
+		return nil, argErr("Hostd.%v", err)
+	}
+	return s, nil
+}
+
+func fnDecodeArgs(rs *runState, a args) (any, error) {
+	s, err := a.input(rs, 0, "Hostd.decode_args")
+	if err != nil {
+		return nil, err
+	}
+	return scripting.ParseArgs(s), nil
+}
+
+// fnDigest: (alg, s) -> the digest, hex or raw.
+func fnDigest(hexOut bool) apiFunc {
+	return func(rs *runState, a args) (any, error) {
+		alg, err := a.str(0, "Hostd.digest")
+		if err != nil {
+			return nil, err
+		}
+		s, err := a.input(rs, 1, "Hostd.digest")
+		if err != nil {
+			return nil, err
+		}
+		d, err := scripting.Digest(alg, s)
+		if err != nil {
+			return nil, argErr("Hostd.digest: %v", err)
+		}
+		if hexOut {
+			return hex.EncodeToString(d), nil
+		}
+		return d, nil
+	}
+}
+
+// fnHMAC: (alg, key, s) -> the HMAC, hex or raw.
+func fnHMAC(hexOut bool) apiFunc {
+	return func(rs *runState, a args) (any, error) {
+		alg, err := a.str(0, "Hostd.hmac")
+		if err != nil {
+			return nil, err
+		}
+		key, err := a.input(rs, 1, "Hostd.hmac")
+		if err != nil {
+			return nil, err
+		}
+		s, err := a.input(rs, 2, "Hostd.hmac")
+		if err != nil {
+			return nil, err
+		}
+		d, err := scripting.HMAC(alg, key, s)
+		if err != nil {
+			return nil, argErr("Hostd.hmac: %v", err)
+		}
+		if hexOut {
+			return hex.EncodeToString(d), nil
+		}
+		return d, nil
+	}
+}
+
+func fnHexEncode(rs *runState, a args) (any, error) {
+	s, err := a.input(rs, 0, "Hostd.hex_encode")
+	if err != nil {
+		return nil, err
+	}
+	return hex.EncodeToString([]byte(s)), nil
+}
+
+// fnHexDecode decodes hex; nil for invalid input.
+func fnHexDecode(rs *runState, a args) (any, error) {
+	s, err := a.input(rs, 0, "Hostd.hex_decode")
+	if err != nil {
+		return nil, err
+	}
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		return nil, nil
+	}
+	return b, nil
+}
+
+func fnBase64URLEncode(rs *runState, a args) (any, error) {
+	s, err := a.input(rs, 0, "Hostd.base64url_encode")
+	if err != nil {
+		return nil, err
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(s)), nil
+}
+
+func fnRandomBytes(rs *runState, a args) (any, error) {
+	n, err := a.int(0, "Hostd.random_bytes", -1)
+	if err != nil {
+		return nil, err
+	}
+	b, err := scripting.RandomBytes(n)
+	if err != nil {
+		return nil, argErr("Hostd.random_bytes: %v", err)
+	}
+	return b, nil
+}
+
+func fnRandomToken(rs *runState, a args) (any, error) {
+	n, err := a.int(0, "Hostd.random_token", 32)
+	if err != nil {
+		return nil, err
+	}
+	s, err := scripting.RandomToken(n)
+	if err != nil {
+		return nil, argErr("Hostd.random_token: %v", err)
+	}
+	return s, nil
+}
+
+func fnConstantTimeEqual(rs *runState, a args) (any, error) {
+	x, err := a.input(rs, 0, "Hostd.constant_time_equal?")
+	if err != nil {
+		return nil, err
+	}
+	y, err := a.input(rs, 1, "Hostd.constant_time_equal?")
+	if err != nil {
+		return nil, err
+	}
+	return subtle.ConstantTimeCompare([]byte(x), []byte(y)) == 1, nil
+}
+
+func fnHTTPTime(rs *runState, a args) (any, error) {
+	t, err := a.num(0, "Hostd.http_time", float64(time.Now().Unix()))
+	if err != nil {
+		return nil, err
+	}
+	if t < -62135596800 || t > 253402300799 {
+		return nil, argErr("Hostd.http_time: time out of range")
+	}
+	return scripting.HTTPTime(t), nil
+}
+
+func fnParseHTTPTime(rs *runState, a args) (any, error) {
+	s, err := a.str(0, "Hostd.parse_http_time")
+	if err != nil {
+		return nil, err
+	}
+	t, ok := scripting.ParseHTTPTime(s)
+	if !ok {
+		return nil, nil
+	}
+	return t, nil
+}
+
+// Request side.
+
+func fnCookies(rs *runState, a args) (any, error) {
+	m := scripting.ParseCookies(rs.req.HeadersIn())
+	h := make(map[string]any, len(m))
+	for k, v := range m {
+		h[k] = v
+	}
+	return h, nil
+}
+
+func fnSetCookie(rs *runState, a args) (any, error) {
+	opts, ok := map[string]any(nil), false
+	if len(a) > 0 {
+		opts, ok = a[0].(map[string]any)
+	}
+	if !ok {
+		return nil, argErr("r.set_cookie: want name:, value: and options")
+	}
+	c, err := scripting.NewCookie(opts)
+	if err != nil {
+		return nil, argErr("r.%v", err)
+	}
+	scripting.SetCookie(rs.req.HeadersOut(), c)
+	return nil, nil
+}
+
+// fnPostArgs: the form fields, or nil for a malformed body; a body or part
+// over its limit fails the hook (413).
+func fnPostArgs(rs *runState, a args) (any, error) {
+	b, err := rs.req.Body()
+	if err != nil {
+		return nil, rs.hostFail("r.post_args", err)
+	}
+	m, err := scripting.ParseForm(rs.req.HeadersIn().Get("Content-Type"), b, scripting.FormLimits{MaxPart: rs.e.cfg.Limits.MaxFormPart})
+	if errors.Is(err, scripting.ErrBodyTooLarge) {
+		return nil, rs.hostFail("r.post_args", err)
+	}
+	if err != nil {
+		return nil, nil
+	}
+	return m, nil
+}
+
+// fnJSONBody: the decoded body, or nil when it is not JSON.
+func fnJSONBody(rs *runState, a args) (any, error) {
+	b, err := rs.req.Body()
+	if err != nil {
+		return nil, rs.hostFail("r.json_body", err)
+	}
+	v, err := scripting.DecodeJSON(b, rs.e.cfg.Limits.MaxInput)
+	if err != nil {
+		return nil, nil
+	}
+	return v, nil
+}
+
+// fnHeaders: (in) -> [[name, value or [values]], ...], names in lower case,
+// sorted.
+func fnHeaders(rs *runState, a args) (any, error) {
+	h := rs.req.HeadersOut()
+	if len(a) > 0 && a[0] == true {
+		h = rs.req.HeadersIn()
+	}
+	names := make([]string, 0, len(h))
+	for k, vals := range h {
+		if len(vals) > 0 {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	l := make([]any, len(names))
+	for i, k := range names {
+		vals := h[k]
+		var v any = vals[0]
+		if len(vals) > 1 {
+			v = vals
+		}
+		l[i] = []any{strings.ToLower(k), v}
+	}
+	return l, nil
 }

@@ -34,9 +34,78 @@ r.write(p.size, ":", p.join("|"), " ", q.size, ":", q.join("|"))`,
 	"re_bad_replacement":   `"abc".gsub(/(b)/, '\2')`,
 	"re_input_too_large":   `("a" * (2 * 1024 * 1024)) =~ /a/`,
 	"re_no_redos":          `r.write((("a" * 30000) + "!").match(/^(a+)+$/).inspect)`,
+	// URL and forms.
+	"escape_unescape": `r.write(Hostd.escape_uri("a b&c/d=é~"), " ", Hostd.escape_form("a b+c"), " ",
+  Hostd.unescape_uri("a%20b+c"), " ", Hostd.unescape_form("a%20b+c"), " ", Hostd.unescape_uri("%zz").inspect)`,
+	"encode_decode_args": `q = Hostd.encode_args({b: "x y", a: [1, "2"], flag: true, off: false})
+t = Hostd.decode_args("a=1&a=2&b=x%20y")
+r.write(q, " ", t["a"][0], t["a"][1], t["b"])`,
+	"args_repeated_keys": `r.write(r.args["tag"].class == Array ? "table" : "?", r.args["tag"].size, r.args["tag"][1], r.args["one"].class == String ? "string" : "?")`,
+	"post_args_urlencoded": `a = r.post_args
+r.write(a["name"], "|", a["tag"][0], a["tag"][1], "|", a["empty"], "|", a["none"].inspect)`,
+	"post_args_multipart": `a = r.post_args
+f = a["upload"]
+r.write(a["title"], "|", f["name"], "|", f["filename"], "|", f["type"], "|", f["size"], "|", f["content"])`,
+	"post_args_other_type":     `r.write(r.post_args.empty? ? "nil" : "?")`,
+	"post_args_malformed":      `a = r.post_args; r.write(a.inspect, " ", a.nil? ? "string" : "?")`,
+	"post_args_body_too_large": "r.write(\"x\")\na = r.post_args",
+	"post_args_part_too_large": "r.write(\"x\")\na = r.post_args",
+	"json_body": `b = r.json_body
+r.write(b["user"], " ", b["ids"].size, " ", (b["ids"][1] == Hostd.json_null).to_s)
+x = Hostd.json_decode("{")
+r.write(" ", x.inspect, " ", x.nil? ? "string" : "?")`,
+	"json_body_invalid": `b = r.json_body; r.write(b.inspect, " ", b.nil? ? "string" : "?")`,
+	// Cookies.
+	"cookies": `c = r.cookies; r.write(c["a"], "|", c["b"], "|", c["c"], "|", c["bad"].inspect)`,
+	"set_cookie": `r.set_cookie(name: "theme", value: "dark", path: "/", max_age: 3600, secure: true, http_only: true, same_site: "Lax")
+r.set_cookie(name: "gone", value: "", max_age: 0)
+r.set_cookie({"name" => "exp", "value" => "1", "expires" => 1798761600, "domain" => "example.test"})
+r.set_cookie(name: "theme", value: "light")`,
+	"set_cookie_invalid":                     `r.set_cookie(name: "a", value: "x;y")`,
+	"set_cookie_same_site_none_needs_secure": `r.set_cookie(name: "a", value: "1", same_site: "None")`,
+	"set_cookie_unknown_option":              `r.set_cookie(name: "a", value: "1", httponly: true)`,
+	"set_cookie_and_session": `r.set_cookie(name: "before", value: "1")
+r.session.set("user", "ann")
+r.set_cookie(name: "after", value: "2")
+r.write("ok")`,
+	// Headers.
+	"headers_iterate": `r.headers_out["X-Out"] = ["o1", "o2"]
+out = []
+r.headers_in.each { |k, v| out << "#{k}=#{v.is_a?(Array) ? v.join("+") : v}" }
+r.headers_out.each { |k, v| out << "#{k}=#{v.join("+")}" }
+{"z" => 1}.each { |k, _| out << k }
+r.write(out.join(" "), " ", r.headers_in["x-multi"])`,
+	// Crypto and encodings.
+	"digests": `r.write(Hostd.md5("abc"), " ", Hostd.sha1("abc"), " ", Hostd.sha512("")[0, 16], " ",
+  Hostd.hex_encode(Hostd.digest(:sha256, "abc"))[0, 8])`,
+	"hmacs": `m = "The quick brown fox jumps over the lazy dog"
+r.write(Hostd.hmac_md5("key", m), " ", Hostd.hmac_sha1("key", m), " ", Hostd.hmac_sha512("key", m)[0, 16], " ",
+  Hostd.base64url_encode(Hostd.hmac("sha256", "key", m)))`,
+	"digest_unknown": `Hostd.digest("crc32", "x")`,
+	"hex_base64url": `r.write(Hostd.hex_encode("\x01\xff"), " ", Hostd.hex_decode("01FF") == "\x01\xff" ? "ok" : "bad", " ",
+  Hostd.hex_decode("zz").inspect, " ", Hostd.base64url_encode("\xfb\xff"), " ", Hostd.base64url_decode("-_8") == "\xfb\xff" ? "ok" : "bad")`,
+	"random": `a, b = Hostd.random_bytes(16), Hostd.random_bytes(16)
+t = Hostd.random_token
+r.write(a.bytesize, " ", (a != b).to_s, " ", t.size, " ", t.match?(/\A[A-Za-z0-9_-]+\z/).to_s, " ", Hostd.random_token(6).size)`,
+	"random_too_many":     `Hostd.random_bytes(1000000)`,
+	"constant_time_equal": `r.write(Hostd.constant_time_equal?("abc", "abc").to_s, Hostd.constant_time_equal?("abc", "abd").to_s, Hostd.constant_time_equal("abc", "ab").to_s)`,
+	"http_time": `r.write(Hostd.http_time(1798761600), " ", Hostd.parse_http_time("Fri, 01 Jan 2027 00:00:00 GMT"), " ",
+  Hostd.parse_http_time("Friday, 01-Jan-27 00:00:00 GMT"), " ", Hostd.parse_http_time("yesterday").inspect)`,
+	// JSON: nil and [] are Ruby's own null and empty array.
+	"json_sentinels": `r.write(Hostd.json_encode({"a" => Hostd.json_empty_array, "b" => [1, Hostd.json_null, 3], "c" => {}, "d" => Hostd.json_null}), " ",
+  Hostd.json_encode([]), " ", Hostd.json_encode(Hostd.json_decode("[]")), " ",
+  Hostd.json_encode(Hostd.json_decode('[null,{"x":null}]')).sub('"x":null', ""), " ", "hostd.json_null")`,
+}
+
+// notForRubyAPI are the API cases that do not apply to Ruby, and why.
+var notForRubyAPI = map[string]string{
+	"os_date": "os.date is Lua's; Ruby hooks have Time#strftime",
 }
 
 func init() {
+	for k, v := range notForRubyAPI {
+		notForRuby[k] = v
+	}
 	for k, v := range rubyAPISources {
 		rubySources[k] = v
 	}

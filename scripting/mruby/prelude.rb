@@ -356,3 +356,183 @@ class String
     Hostd.__fn("re_split", pat.source, pat.__flags, self, limit)
   end
 end
+
+module Hostd
+  # URL escaping: escape_uri for a query component or path segment (a
+  # space is %20), escape_form for application/x-www-form-urlencoded (a
+  # space is +). The unescape functions give nil for an invalid escape.
+  def self.escape_uri(str)
+    __fn("escape_uri", str.to_s)
+  end
+
+  def self.escape_form(str)
+    __fn("escape_form", str.to_s)
+  end
+
+  def self.unescape_uri(str)
+    __fn("unescape_uri", str.to_s)
+  end
+
+  def self.unescape_form(str)
+    __fn("unescape_form", str.to_s)
+  end
+
+  def self.encode_args(hash)
+    __fn("encode_args", hash)
+  end
+
+  def self.decode_args(str)
+    __fn("decode_args", str.to_s)
+  end
+
+  # Digests and HMACs: hex text by name (md5 and sha1 for older systems),
+  # raw bytes from digest and hmac.
+  def self.md5(str)
+    __fn("digest_hex", "md5", str)
+  end
+
+  def self.sha1(str)
+    __fn("digest_hex", "sha1", str)
+  end
+
+  def self.sha512(str)
+    __fn("digest_hex", "sha512", str)
+  end
+
+  def self.hmac_md5(key, str)
+    __fn("hmac_hex", "md5", key, str)
+  end
+
+  def self.hmac_sha1(key, str)
+    __fn("hmac_hex", "sha1", key, str)
+  end
+
+  def self.hmac_sha512(key, str)
+    __fn("hmac_hex", "sha512", key, str)
+  end
+
+  def self.digest(alg, str)
+    __fn("digest", alg.to_s, str)
+  end
+
+  def self.hmac(alg, key, str)
+    __fn("hmac", alg.to_s, key, str)
+  end
+
+  def self.hex_encode(str)
+    __fn("hex_encode", str)
+  end
+
+  def self.hex_decode(str)
+    __fn("hex_decode", str)
+  end
+
+  def self.base64url_encode(str)
+    __fn("base64url_encode", str)
+  end
+
+  def self.base64url_decode(str)
+    base64_decode(str)
+  end
+
+  # random_bytes(n) from the system's secure source; random_token(n = 32)
+  # is n random bytes as base64url text.
+  def self.random_bytes(n)
+    __fn("random_bytes", n)
+  end
+
+  def self.random_token(n = 32)
+    __fn("random_token", n)
+  end
+
+  def self.constant_time_equal?(a, b)
+    __fn("constant_time_equal", a, b)
+  end
+
+  def self.constant_time_equal(a, b)
+    __fn("constant_time_equal", a, b)
+  end
+
+  # http_time(t = now) formats Unix seconds (or a Time) as an HTTP date;
+  # parse_http_time gives Unix seconds, or nil.
+  def self.http_time(t = nil)
+    t = t.to_i if !t.nil? && !t.is_a?(Numeric)
+    __fn("http_time", t)
+  end
+
+  def self.parse_http_time(str)
+    __fn("parse_http_time", str.to_s)
+  end
+
+  # JSON: nil is null in Ruby, and [] an empty array; these exist so that
+  # code written for both languages reads the same.
+  def self.json_null
+    nil
+  end
+
+  def self.json_empty_array
+    []
+  end
+
+  class Request
+    def cookies
+      Hostd.__fn("cookies")
+    end
+
+    # set_cookie(name:, value:, path:, domain:, max_age:, expires:, secure:,
+    # http_only:, same_site:), or the same as a Hash.
+    def set_cookie(opts = nil, **kw)
+      Hostd.__fn("set_cookie", opts.nil? ? kw : opts.merge(kw))
+    end
+
+    def post_args
+      Hostd.__fn("post_args")
+    end
+
+    def json_body
+      Hostd.__fn("json_body")
+    end
+  end
+
+  class HeadersIn
+    include Enumerable
+
+    # each yields each header's name (lower case, sorted) and its value,
+    # or an Array for a header sent several times.
+    def each(&block)
+      return to_enum(:each) unless block
+      Hostd.__fn("headers", true).each { |k, v| block.call(k, v) }
+      self
+    end
+
+    def to_h
+      h = {}
+      Hostd.__fn("headers", true).each { |k, v| h[k] = v }
+      h
+    end
+
+    def keys
+      Hostd.__fn("headers", true).map { |k, _| k }
+    end
+  end
+
+  class HeadersOut
+    include Enumerable
+
+    def each(&block)
+      return to_enum(:each) unless block
+      Hostd.__fn("headers", false).each { |k, v| block.call(k, v) }
+      self
+    end
+
+    def to_h
+      h = {}
+      Hostd.__fn("headers", false).each { |k, v| h[k] = v }
+      h
+    end
+
+    def keys
+      Hostd.__fn("headers", false).map { |k, _| k }
+    end
+  end
+end
