@@ -26,8 +26,12 @@ const (
 	regexCacheInsts   = 200000
 )
 
+// maxMatchInts bounds the match offsets one call keeps (8 MiB).
+const maxMatchInts = 1 << 20
+
 // Regex errors.
 var (
+	ErrTooManyMatches  = errors.New("too many matches (more than 1048576 offsets)")
 	ErrPatternTooLarge = errors.New("pattern too large (compiles to more than 20000 instructions or is longer than 16 KiB)")
 	ErrRegexWork       = errors.New("pattern too complex for an input this long")
 )
@@ -44,6 +48,24 @@ func (r *Regex) CheckInput(s string) error {
 		return ErrRegexWork
 	}
 	return nil
+}
+
+// FindAll returns the submatch offsets of at most n matches (n < 0: all),
+// or ErrTooManyMatches when they would hold more than maxMatchInts
+// offsets: Go's memory is not the VM's, so it is bounded here.
+func (r *Regex) FindAll(s string, n int) ([][]int, error) {
+	limit := maxMatchInts / (2 * (r.NumSubexp() + 1))
+	if n < 0 || n > limit {
+		all := r.FindAllStringSubmatchIndex(s, limit+1)
+		if len(all) > limit {
+			return nil, ErrTooManyMatches
+		}
+		if n >= 0 && len(all) > n {
+			all = all[:n]
+		}
+		return all, nil
+	}
+	return r.FindAllStringSubmatchIndex(s, n), nil
 }
 
 // RegexCache keeps compiled patterns for one VM, bounded in entries and in

@@ -131,7 +131,10 @@ func (v *vm) reFind(L *glua.LState) int {
 // the captures tables of every match.
 func (v *vm) reGmatch(L *glua.LState) int {
 	s, re := v.regex(L, 3)
-	all := re.FindAllStringSubmatchIndex(s, -1)
+	all, err := re.FindAll(s, -1)
+	if err != nil {
+		L.RaiseError("hostd.re.gmatch: %s", err.Error())
+	}
 	i := 0
 	L.Push(L.NewFunction(func(L *glua.LState) int {
 		if i >= len(all) {
@@ -166,7 +169,10 @@ func (v *vm) replace(L *glua.LState, n int) int {
 			L.ArgError(3, "replace must be a string or a function")
 		}
 	}
-	all := re.FindAllStringSubmatchIndex(s, n)
+	all, err := re.FindAll(s, n)
+	if err != nil {
+		L.RaiseError("hostd.re.gsub: %s", err.Error())
+	}
 	if len(all) == 0 {
 		L.Push(glua.LString(s))
 		L.Push(glua.LNumber(0))
@@ -212,15 +218,21 @@ func (v *vm) replace(L *glua.LState, n int) int {
 	return 2
 }
 
+// maxSplit bounds the parts of hostd.re.split.
+const maxSplit = 1 << 20
+
 // reSplit is hostd.re.split(subject, pattern [, opts [, max]]): the parts
 // of subject between the matches, at most max of them (0 or absent: all).
 func (v *vm) reSplit(L *glua.LState) int {
 	s, re := v.regex(L, 3)
 	n := L.OptInt(4, 0)
-	if n <= 0 {
-		n = -1
+	if n <= 0 || n > maxSplit {
+		n = maxSplit + 1
 	}
 	parts := re.Split(s, n)
+	if len(parts) > maxSplit {
+		L.RaiseError("hostd.re.split: more than %d parts", maxSplit)
+	}
 	t := L.CreateTable(len(parts), 0)
 	for _, p := range parts {
 		t.Append(glua.LString(p))

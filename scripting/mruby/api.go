@@ -185,7 +185,10 @@ func fnReScan(rs *runState, a args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	all := re.FindAllStringSubmatchIndex(s, -1)
+	all, err := re.FindAll(s, -1)
+	if err != nil {
+		return nil, &callError{msg: "String#scan: " + err.Error()}
+	}
 	l := make([]any, len(all))
 	for i, m := range all {
 		l[i] = offsets(m)
@@ -209,7 +212,10 @@ func fnReSub(rs *runState, a args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	all := re.FindAllStringSubmatchIndex(s, n)
+	all, err := re.FindAll(s, n)
+	if err != nil {
+		return nil, &callError{msg: "String#gsub: " + err.Error()}
+	}
 	out := make([]byte, 0, len(s))
 	last := 0
 	for _, m := range all {
@@ -238,19 +244,23 @@ func fnReSplit(rs *runState, a args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rubySplit(re.Regexp, s, limit), nil
+	return rubySplit(re, s, limit)
 }
 
-func rubySplit(re *regexp.Regexp, s string, limit int) []any {
+func rubySplit(re *scripting.Regex, s string, limit int) (any, error) {
 	out := []any{}
 	if s == "" || limit == 1 {
 		if s != "" {
 			out = append(out, s)
 		}
-		return out
+		return out, nil
+	}
+	all, err := re.FindAll(s, -1)
+	if err != nil {
+		return nil, &callError{msg: "String#split: " + err.Error()}
 	}
 	beg := 0
-	for _, m := range re.FindAllStringSubmatchIndex(s, -1) {
+	for _, m := range all {
 		if m[0] == m[1] && (m[0] == 0 || m[0] == len(s)) {
 			continue // an empty match at either end splits nothing
 		}
@@ -271,7 +281,7 @@ func rubySplit(re *regexp.Regexp, s string, limit int) []any {
 			out = out[:len(out)-1]
 		}
 	}
-	return out
+	return out, nil
 }
 
 func fnReEscape(rs *runState, a args) (any, error) {

@@ -33,6 +33,7 @@ r.write(p.size, ":", p.join("|"), " ", q.size, ":", q.join("|"))`,
 	"re_unknown_option":    `Regexp.new("b", Regexp::EXTENDED)`,
 	"re_bad_replacement":   `"abc".gsub(/(b)/, '\2')`,
 	"re_input_too_large":   `("a" * (2 * 1024 * 1024)) =~ /a/`,
+	"re_too_many_matches":  `("a" * 600000).gsub(/()/, "")`,
 	"re_no_redos":          `r.write((("a" * 30000) + "!").match(/^(a+)+$/).inspect)`,
 	// URL and forms.
 	"escape_unescape": `r.write(Hostd.escape_uri("a b&c/d=é~"), " ", Hostd.escape_form("a b+c"), " ",
