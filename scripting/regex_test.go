@@ -62,7 +62,7 @@ func TestExpand(t *testing.T) {
 		want  string
 	}{
 		{"$2:$1 ${host} ${1}x $$ $0", TemplateDollar, "example:bob example bobx $ bob@example"},
-		{`\2:\1 \k<host> \0 \& \\ [\`+"`"+`] [\'] \q`, TemplateBackslash, `example:bob example bob@example bob@example \ [mail ] [ now] \q`},
+		{`\2:\1 \k<host> \0 \& \\ [\` + "`" + `] [\'] \q`, TemplateBackslash, `example:bob example bob@example bob@example \ [mail ] [ now] \q`},
 	} {
 		got, err := re.Expand(nil, tc.tmpl, src, m, tc.style)
 		if err != nil || string(got) != tc.want {
