@@ -17,28 +17,49 @@ const MaxCookies = 200
 // malformed pairs are skipped. Values are not URL-decoded.
 func ParseCookies(h http.Header) map[string]string {
 	m := make(map[string]string)
+	EachCookie(h, func(name, val string) bool {
+		if _, dup := m[name]; !dup {
+			m[name] = val
+		}
+		return len(m) < MaxCookies
+	})
+	return m
+}
+
+// Cookie returns the value of the request cookie name (the first, as
+// ParseCookies), without allocating.
+func Cookie(h http.Header, name string) (value string, ok bool) {
+	EachCookie(h, func(n, v string) bool {
+		if n == name {
+			value, ok = v, true
+			return false
+		}
+		return true
+	})
+	return value, ok
+}
+
+// EachCookie calls f with each well-formed cookie of the request's Cookie
+// headers, in order, until f returns false.
+func EachCookie(h http.Header, f func(name, value string) bool) {
 	for _, line := range h["Cookie"] {
-		for len(line) > 0 && len(m) < MaxCookies {
+		for len(line) > 0 {
 			var part string
 			part, line, _ = strings.Cut(line, ";")
-			part = strings.TrimSpace(part)
 			name, val, ok := strings.Cut(part, "=")
-			if !ok || name == "" {
+			name = strings.TrimSpace(name)
+			if !ok || name == "" || !ValidHeaderName(name) {
 				continue
 			}
-			name = strings.TrimSpace(name)
+			val = strings.TrimSpace(val)
 			if len(val) > 1 && val[0] == '"' && val[len(val)-1] == '"' {
 				val = val[1 : len(val)-1]
 			}
-			if !ValidHeaderName(name) {
-				continue
-			}
-			if _, dup := m[name]; !dup {
-				m[name] = val
+			if !f(name, val) {
+				return
 			}
 		}
 	}
-	return m
 }
 
 // NewCookie builds the cookie of r:set_cookie from its options: name and

@@ -72,9 +72,11 @@ func (r *Regex) FindAll(s string, n int) ([][]int, error) {
 // total program size (it empties itself when full). It is not safe for
 // concurrent use: a VM is used by one goroutine at a time.
 type RegexCache struct {
-	m     map[string]*Regex
+	m     map[regexKey]*Regex
 	insts int
 }
+
+type regexKey struct{ pattern, flags string }
 
 // Compile returns the compiled pattern with flags, from the cache when
 // it is there. Flags are letters: i (case-insensitive), m (multi-line: ^
@@ -82,7 +84,7 @@ type RegexCache struct {
 // (OpenResty's cache, JIT and duplicate-name options) are accepted and
 // mean nothing here. Any other letter, such as x, is an error.
 func (c *RegexCache) Compile(pattern, flags string) (*Regex, error) {
-	key := flags + "/" + pattern
+	key := regexKey{pattern, flags}
 	if r, ok := c.m[key]; ok {
 		return r, nil
 	}
@@ -91,7 +93,7 @@ func (c *RegexCache) Compile(pattern, flags string) (*Regex, error) {
 		return nil, err
 	}
 	if c.m == nil || len(c.m) >= regexCacheEntries || c.insts+r.insts > regexCacheInsts {
-		c.m = make(map[string]*Regex)
+		c.m = make(map[regexKey]*Regex)
 		c.insts = 0
 	}
 	c.m[key] = r

@@ -246,17 +246,35 @@ func (v *vm) requestAPI(methods *glua.LTable) {
 	})
 }
 
-// rCookies is r.cookies: name -> value, parsed once per run.
-func (v *vm) rCookies(L *glua.LState, req scripting.Request) glua.LValue {
-	if v.cookies == nil {
-		m := scripting.ParseCookies(req.HeadersIn())
+// buildCookies makes r.cookies: a read-only object whose index looks the
+// name up in the request's Cookie headers (no table is built per request)
+// and whose pairs iterates over them, the first of a repeated name only.
+func (v *vm) buildCookies() *glua.LUserData {
+	L := v.L
+	next := L.G.Global.RawGetString("next") // before the globals are emptied
+	ud := newObject(L, func(L *glua.LState) int {
+		if val, ok := scripting.Cookie(v.request(L).HeadersIn(), L.CheckString(2)); ok {
+			L.Push(glua.LString(val))
+		} else {
+			L.Push(glua.LNil)
+		}
+		return 1
+	}, func(L *glua.LState) int {
+		L.RaiseError("r.cookies is read-only (use r:set_cookie)")
+		return 0
+	})
+	ud.Metatable.(*glua.LTable).RawSetString("__pairs", L.NewFunction(func(L *glua.LState) int {
+		m := scripting.ParseCookies(v.request(L).HeadersIn())
 		t := L.CreateTable(0, len(m))
 		for k, s := range m {
 			t.RawSetString(k, glua.LString(s))
 		}
-		v.cookies = t
-	}
-	return v.cookies
+		L.Push(next)
+		L.Push(t)
+		L.Push(glua.LNil)
+		return 3
+	}))
+	return ud
 }
 
 // rSetCookie is r:set_cookie{name=..., value=..., ...}.

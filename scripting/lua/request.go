@@ -24,6 +24,7 @@ func (v *vm) buildRequest() {
 		"exit": v.rExit, "basic_auth": v.rBasicAuth, "set_path": v.rSetPath,
 	})
 	v.requestAPI(methods) // api.go
+	v.cookiesUD = v.buildCookies()
 
 	v.reqUD = newObject(L, func(L *glua.LState) int { return v.rIndex(L, methods) }, v.rNewIndex)
 	v.hinUD = newObject(L, v.headersInIndex, func(L *glua.LState) int {
@@ -92,7 +93,7 @@ func (v *vm) rIndex(L *glua.LState, methods *glua.LTable) int {
 	case "remote_addr":
 		ret = glua.LString(req.RemoteAddr())
 	case "cookies":
-		ret = v.rCookies(L, req) // api.go
+		ret = v.cookiesUD // api.go
 	case "headers_in":
 		ret = v.hinUD
 	case "headers_out":

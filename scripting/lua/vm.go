@@ -44,6 +44,7 @@ type vm struct {
 	// list marker hostd.json_array_mt (read-only, shared by every run).
 	jsonNull, jsonEmptyArray *glua.LUserData
 	jsonArrayMT              *glua.LTable
+	cookiesUD                *glua.LUserData // r.cookies (api.go)
 	fileMT                   *glua.LTable
 
 	// rc is the run's context (deadline and parent), reused by every run.
@@ -63,7 +64,6 @@ type vm struct {
 	hostErr    error
 	body       glua.LValue
 	args       *glua.LTable
-	cookies    *glua.LTable
 	loaded     *glua.LTable
 	loading    map[string]bool
 	files      []*luaFile
@@ -155,7 +155,7 @@ func (v *vm) end() {
 	v.ctx, v.req, v.env = nil, nil, nil
 	v.rc.parent = nil
 	v.exiting, v.exitStatus, v.hostErr = false, 0, nil
-	v.body, v.args, v.loaded, v.cookies = nil, nil, nil, nil
+	v.body, v.args, v.loaded = nil, nil, nil
 	clear(v.loading)
 	v.coroutines = 0
 	// An error out of a wrapped coroutine leaves gopher-lua's current

@@ -11,9 +11,8 @@ class Regexp
 
   attr_reader :source, :options
 
-  def self.compile(*args)
-    new(*args)
-  end
+  # Regexp.compile (what a literal calls) is defined in C: it reuses a
+  # frozen Regexp of the same source and options.
 
   def self.escape(str)
     Hostd.__fn("re_escape", str.to_s)
@@ -80,14 +79,14 @@ class Regexp
 
   def match(str, pos = 0)
     if str.nil?
-      Hostd.__last_match(nil, nil)
+      Hostd.__last_match(nil, nil, nil)
       return nil
     end
     str = str.to_s
-    b = __pos(str, pos)
+    b = pos == 0 ? 0 : __pos(str, pos)
     offs = b < 0 ? nil : Hostd.__fn("re_match", @source, @flags, str, b)
     md = offs && MatchData.new(self, str, offs)
-    Hostd.__last_match(md, md && md.captures)
+    Hostd.__last_match(md, str, offs)
     return yield(md) if md && block_given?
     md
   end
@@ -95,7 +94,7 @@ class Regexp
   def match?(str, pos = 0)
     return false if str.nil?
     str = str.to_s
-    b = __pos(str, pos)
+    b = pos == 0 ? 0 : __pos(str, pos)
     b >= 0 && !Hostd.__fn("re_match", @source, @flags, str, b).nil?
   end
 
@@ -288,17 +287,19 @@ class String
     raise TypeError, "wrong argument type #{re.class} (expected Regexp)" unless re.is_a?(Regexp)
     out = []
     md = nil
+    last = nil
     Hostd.__fn("re_scan", re.source, re.__flags, self).each do |offs|
       md = MatchData.new(re, self, offs)
+      last = offs
       item = md.size > 1 ? md.captures : md[0]
       if block
-        Hostd.__last_match(md, md.captures)
+        Hostd.__last_match(md, self, offs)
         block.call(item)
       else
         out << item
       end
     end
-    Hostd.__last_match(md, md && md.captures) unless block
+    Hostd.__last_match(md, self, last) unless block
     block ? self : out
   end
 
@@ -343,7 +344,7 @@ class String
       if hash
         out << hash[md[0]].to_s
       else
-        Hostd.__last_match(md, md.captures)
+        Hostd.__last_match(md, self, offs)
         out << block.call(md[0]).to_s
       end
       last = offs[1]
