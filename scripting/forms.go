@@ -138,12 +138,11 @@ func ParseForm(contentType string, body []byte, lim FormLimits) (map[string]any,
 	}
 	switch mt {
 	case "application/x-www-form-urlencoded":
-		vals, err := url.ParseQuery(string(body))
-		if err != nil {
-			return nil, fmt.Errorf("malformed form body: %w", err)
-		}
-		if len(vals) > MaxFormParts {
+		if bytes.Count(body, []byte("&")) >= MaxFormParts {
 			return nil, fmt.Errorf("form has more than %d fields", MaxFormParts)
+		}
+		if _, err := url.ParseQuery(string(body)); err != nil {
+			return nil, fmt.Errorf("malformed form body: %w", err)
 		}
 		return ParseArgs(string(body)), nil
 	case "multipart/form-data":
