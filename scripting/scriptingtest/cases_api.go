@@ -2,6 +2,7 @@ package scriptingtest
 
 import (
 	"strings"
+	"time"
 
 	"github.com/hostd/hostd/scripting"
 )
@@ -68,6 +69,12 @@ r:write(#p, ":", table.concat(p, "|"), " ", #q, ":", table.concat(q, "|"))`,
 		{Name: "re_too_many_matches", Phase: content,
 			Lua:  `hostd.re.gsub(string.rep("a", 600000), "()", "")`,
 			Want: Want{Err: "too many matches", ErrLine: 1}},
+		{Name: "re_work_bound", Phase: content,
+			Lua:  `hostd.re.match(string.rep("a", 900000), string.rep("(a|b)", 100))`,
+			Want: Want{Err: "too complex", ErrLine: 1}},
+		{Name: "re_gsub_callback_timeout", Phase: content, Timeout: 50 * time.Millisecond,
+			Lua:  `hostd.re.gsub("aaa", "a", function(m) while true do end end)`,
+			Want: Want{ErrIs: scripting.ErrTimeout}},
 		{Name: "re_no_redos", Phase: content, Timeout: 2 * 1e9,
 			Lua:  `r:write(tostring(hostd.re.match(string.rep("a", 30000) .. "!", "^(a+)+$")))`,
 			Want: Want{Body: "nil"}},
