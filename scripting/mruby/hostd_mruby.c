@@ -555,12 +555,24 @@ m_re_compile(mrb_state *mrb, mrb_value self)
 	mrb_int argc;
 	mrb_value key, re;
 
+	mrb_int i;
+
 	mrb_get_args(mrb, "*", &argv, &argc);
 	if (argc < 1 || argc > 3 || !mrb_string_p(argv[0]) || (argc > 1 && !mrb_nil_p(argv[1]) && !mrb_string_p(argv[1])))
 		return mrb_funcall_argv(mrb, self, mrb_intern_lit(mrb, "new"), argc, argv);
-	key = mrb_str_dup(mrb, argv[0]);
+	// The key is "options/source": options of letters only (a literal's
+	// are), so the first '/' ends them.
+	key = mrb_str_new_capa(mrb, RSTRING_LEN(argv[0]) + 8);
+	if (argc > 1 && mrb_string_p(argv[1])) {
+		for (i = 0; i < RSTRING_LEN(argv[1]); i++) {
+			char c = RSTRING_PTR(argv[1])[i];
+			if (c < 'a' || c > 'z')
+				return mrb_funcall_argv(mrb, self, mrb_intern_lit(mrb, "new"), argc, argv);
+		}
+		mrb_str_cat_str(mrb, key, argv[1]);
+	}
 	mrb_str_cat_lit(mrb, key, "/");
-	if (argc > 1 && mrb_string_p(argv[1])) mrb_str_cat_str(mrb, key, argv[1]);
+	mrb_str_cat_str(mrb, key, argv[0]);
 	re = mrb_hash_get(mrb, vm->re_cache, key);
 	if (!mrb_nil_p(re)) return re;
 	re = mrb_funcall_argv(mrb, self, mrb_intern_lit(mrb, "new"), argc, argv);

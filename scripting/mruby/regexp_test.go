@@ -28,6 +28,9 @@ func TestRegexp(t *testing.T) {
 		{`r.write(Regexp.escape("a.b*c"), " ", Regexp.union("a.b", /c+/i).source, " ", /x/i.inspect, " ", Regexp.new("a", Regexp::IGNORECASE).match?("A").to_s)`, `a\.b\*c a\.b|(?i-s:c+) /x/i true`},
 		{`r.write(/a/ == /a/ ? "eq" : "ne", /a/ == /a/i ? "eq" : "ne", /(a)(?<n>b)?/.match("a").captures.inspect)`, `eqne["a", nil]`},
 		{`x = "b"; r.write("abc".match(/#{x}c/)[0], "abc".match("b.")[0])`, "bcbc"},
+		// A literal is one cached, frozen Regexp; the cache key cannot be
+		// confused by options that are not letters.
+		{`a = []; 2.times { a << /x/ }; r.write(a[0].equal?(a[1]).to_s, a[0].frozen?.to_s, Regexp.compile("a/", "i").source, Regexp.compile("a", "/i").source)`, "truetruea/a"},
 	} {
 		got, _, err := run(t, e, t.TempDir(), "h.rb", tc.src)
 		if err != nil || got != tc.want {
