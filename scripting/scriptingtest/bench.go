@@ -3,6 +3,7 @@ package scriptingtest
 import (
 	"context"
 	"path/filepath"
+	"regexp"
 	"syscall"
 	"testing"
 
@@ -48,9 +49,36 @@ func APIBenches() []APIBench {
 }
 
 // RunAPIBenches runs APIBenches on e for the hooks of extension ext, as
-// sub-benchmarks.
+// sub-benchmarks, and for scale the same operations APIBenchLoop times in
+// plain Go (go_regex_match, go_cookie_parse), so that a busy machine's
+// numbers can be read as ratios.
 func RunAPIBenches(b *testing.B, e scripting.Engine, ext string) {
 	dir := b.TempDir()
+	b.Run("go_regex_match", func(b *testing.B) {
+		re := regexp.MustCompile(`^/users/(\d+)/`)
+		path := "/users/12345/profile"
+		cpu0 := cpuTime()
+		for b.Loop() {
+			for range APIBenchLoop {
+				if re.FindStringSubmatchIndex(path) == nil {
+					b.Fatal("no match")
+				}
+			}
+		}
+		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	})
+	b.Run("go_cookie_parse", func(b *testing.B) {
+		h := NewRequest(APIBenches()[0].Req).HeadersIn()
+		cpu0 := cpuTime()
+		for b.Loop() {
+			for range APIBenchLoop {
+				if _, ok := scripting.Cookie(h, "sid"); !ok {
+					b.Fatal("no cookie")
+				}
+			}
+		}
+		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	})
 	for _, ab := range APIBenches() {
 		b.Run(ab.Name, func(b *testing.B) {
 			path := WriteHook(b, filepath.Join(dir, ab.Name+ext), ab.Src[ext])
