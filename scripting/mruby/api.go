@@ -58,6 +58,7 @@ var apiFuncs = map[string]apiFunc{
 	"parse_http_time":     fnParseHTTPTime,
 
 	"cookies":    fnCookies,
+	"cookie":     fnCookie,
 	"set_cookie": fnSetCookie,
 	"post_args":  fnPostArgs,
 	"json_body":  fnJSONBody,
@@ -479,12 +480,26 @@ func fnParseHTTPTime(rs *runState, a args) (any, error) {
 // Request side.
 
 func fnCookies(rs *runState, a args) (any, error) {
-	m := scripting.ParseCookies(rs.req.HeadersIn())
-	h := make(map[string]any, len(m))
-	for k, v := range m {
-		h[k] = v
-	}
+	h := make(map[string]any)
+	scripting.EachCookie(rs.req.HeadersIn(), func(name, val string) bool {
+		if _, dup := h[name]; !dup {
+			h[name] = val
+		}
+		return len(h) < scripting.MaxCookies
+	})
 	return h, nil
+}
+
+// fnCookie: (name) -> the value of request cookie name, or nil.
+func fnCookie(rs *runState, a args) (any, error) {
+	name, err := a.str(0, "r.cookies[]")
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := scripting.Cookie(rs.req.HeadersIn(), name); ok {
+		return v, nil
+	}
+	return nil, nil
 }
 
 func fnSetCookie(rs *runState, a args) (any, error) {

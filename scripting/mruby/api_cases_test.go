@@ -59,7 +59,10 @@ x = Hostd.json_decode("{")
 r.write(" ", x.inspect, " ", x.nil? ? "string" : "?")`,
 	"json_body_invalid": `b = r.json_body; r.write(b.inspect, " ", b.nil? ? "string" : "?")`,
 	// Cookies.
-	"cookies": `c = r.cookies; r.write(c["a"], "|", c["b"], "|", c["c"], "|", c["bad"].inspect, "|", c.size)`,
+	"cookies": `c = r.cookies
+n = 0
+c.each { |k, v| n += 1 }
+r.write(c["a"], "|", c[:b], "|", c.fetch("c"), "|", c["bad"].inspect, "|", n, c.size, c.to_h.size, c.key?("a").to_s, c.keys.sort.join)`,
 	"set_cookie": `r.set_cookie(name: "theme", value: "dark", path: "/", max_age: 3600, secure: true, http_only: true, same_site: "Lax")
 r.set_cookie(name: "gone", value: "", max_age: 0)
 r.set_cookie({"name" => "exp", "value" => "1", "expires" => 1798761600, "domain" => "example.test"})

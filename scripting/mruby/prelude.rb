@@ -475,9 +475,66 @@ module Hostd
     []
   end
 
+  # Cookies is r.cookies: [] looks one name up in the request's Cookie
+  # headers (no Hash is built for it); each, to_h, keys and the rest of
+  # Enumerable see them all (the first of a repeated name).
+  class Cookies
+    include Enumerable
+
+    def [](name)
+      Hostd.__fn("cookie", name.to_s)
+    end
+
+    def key?(name)
+      !self[name].nil?
+    end
+
+    def include?(name)
+      key?(name)
+    end
+
+    def fetch(name, *default)
+      v = self[name]
+      return v unless v.nil?
+      return yield(name) if block_given?
+      return default[0] unless default.empty?
+      raise KeyError, "key not found: #{name.inspect}"
+    end
+
+    def to_h
+      Hostd.__fn("cookies")
+    end
+
+    def each(&block)
+      return to_enum(:each) unless block
+      to_h.each { |k, v| block.call(k, v) }
+      self
+    end
+
+    def keys
+      to_h.keys
+    end
+
+    def size
+      to_h.size
+    end
+
+    def length
+      size
+    end
+
+    def empty?
+      size == 0
+    end
+
+    def inspect
+      to_h.inspect
+    end
+  end
+
   class Request
     def cookies
-      Hostd.__fn("cookies")
+      Cookies.new
     end
 
     # set_cookie(name:, value:, path:, domain:, max_age:, expires:, secure:,

@@ -141,8 +141,11 @@ r:write(" ", tostring(x), " ", type(err))`,
 			Lua: `local c = r.cookies
 local n = 0
 for k, v in pairs(c) do n = n + 1 end
-r:write(c.a, "|", c.b, "|", c.c, "|", tostring(c.bad), "|", n)`,
-			Want: Want{Body: "1|two words|x%20y|nil|3"}},
+local keys = {}
+for k in pairs(c) do keys[#keys + 1] = k end
+table.sort(keys)
+r:write(c.a, "|", c.b, "|", c.c, "|", tostring(c.bad), "|", n, n, n, tostring(c.a ~= nil), table.concat(keys))`,
+			Want: Want{Body: "1|two words|x%20y|nil|333trueabc"}},
 		{Name: "set_cookie", Phase: content,
 			Lua: `r:set_cookie{name = "theme", value = "dark", path = "/", max_age = 3600, secure = true, http_only = true, same_site = "Lax"}
 r:set_cookie{name = "gone", value = "", max_age = 0}
