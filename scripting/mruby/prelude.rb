@@ -187,6 +187,11 @@ class MatchData
   end
 
   def [](n, len = nil)
+    if len.nil? && n.is_a?(Integer) && n >= 0
+      b = @offs[2 * n] # the common case, without the helpers below
+      return nil if b.nil? || b < 0
+      return @string.byteslice(b, @offs[2 * n + 1] - b)
+    end
     return to_a[n, len] unless len.nil?
     i = __index(n)
     return nil if i < 0 || i >= size
