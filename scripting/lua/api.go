@@ -296,7 +296,7 @@ func (v *vm) rSetCookie(L *glua.LState) int {
 	return 0
 }
 
-// body returns the request body or raises the host's error (a body over
+// bodyBytes returns the request body or raises the host's error (a body over
 // the limit fails the hook with scripting.ErrBodyTooLarge: 413).
 func (v *vm) bodyBytes(L *glua.LState, what string) []byte {
 	v.rc.poke()

@@ -53,6 +53,7 @@ struct hostd_vm {
 	const char *prelude;  // Ruby run at setup (api.go's prelude.rb)
 	size_t prelude_len;
 	mrb_value re_cache;   // Regexp.compile's frozen Regexps (GC-registered)
+	struct RClass *regexp_class;
 	mrb_sym match_syms[10]; // $~, $1..$9
 };
 
@@ -558,7 +559,10 @@ m_re_compile(mrb_state *mrb, mrb_value self)
 	mrb_int i;
 
 	mrb_get_args(mrb, "*", &argv, &argc);
-	if (argc < 1 || argc > 3 || !mrb_string_p(argv[0]) || (argc > 1 && !mrb_nil_p(argv[1]) && !mrb_string_p(argv[1])))
+	// Only Regexp itself: a hook's subclass (its own methods) must never
+	// reach the cache another run, of any tenant, reads.
+	if (!mrb_class_p(self) || mrb_class_ptr(self) != vm->regexp_class ||
+	    argc < 1 || argc > 3 || !mrb_string_p(argv[0]) || (argc > 1 && !mrb_nil_p(argv[1]) && !mrb_string_p(argv[1])))
 		return mrb_funcall_argv(mrb, self, mrb_intern_lit(mrb, "new"), argc, argv);
 	// The key is "options/source": options of letters only (a literal's
 	// are), so the first '/' ends them.
@@ -740,7 +744,7 @@ setup_body(mrb_state *mrb, void *ud)
 		}
 	}
 	if (vm->prelude) {
-		c = mrb_class_get(mrb, "Regexp");
+		c = vm->regexp_class = mrb_class_get(mrb, "Regexp");
 		mrb_define_class_method(mrb, c, "compile", m_re_compile, MRB_ARGS_ANY());
 	}
 

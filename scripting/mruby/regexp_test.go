@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hostd/hostd/scripting"
+	"github.com/hostd/hostd/scripting/scriptingtest"
 )
 
 // TestRegexp covers the Ruby side of Regexp beyond the shared cases:
@@ -45,10 +46,35 @@ func TestRegexp(t *testing.T) {
 		{`class ::String; def =~(x); 1; end; end`, "FrozenError"},
 		{`class ::Regexp; def source; "x"; end; end`, "FrozenError"},
 		{`/a/.instance_variable_set(:@source, "b")`, "FrozenError"},
+		{`/a/.extend(Module.new { def source; "evil"; end })`, "FrozenError"},
+		{`def (/a/).source; "evil"; end`, "FrozenError"},
 	} {
 		_, _, err := run(t, e, t.TempDir(), "h.rb", tc.src)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want %s", tc.src, err, tc.want)
 		}
+	}
+}
+
+// TestRegexpCacheAcrossTenants: one tenant's Regexp subclass, made with
+// Regexp.compile, never comes back from another tenant's literal on the
+// same VM.
+func TestRegexpCacheAcrossTenants(t *testing.T) {
+	pool := NewPool(1)
+	defer pool.Close()
+	carol := pool.Engine(scripting.Config{FS: scriptingtest.RootFS()})
+	dave := pool.Engine(scripting.Config{FS: scriptingtest.RootFS()})
+	evil := `class Evil < Regexp
+  def match(*a); "stolen"; end
+end
+Evil.compile("x")
+Evil.compile("x", "i")
+r.write(Evil.compile("x").class.to_s)`
+	if got, _, err := run(t, carol, t.TempDir(), "h.rb", evil); err != nil || !strings.HasSuffix(got, "Evil") {
+		t.Fatalf("carol: %q %v", got, err)
+	}
+	got, _, err := run(t, dave, t.TempDir(), "h.rb", `r.write(/x/.class.to_s, " ", /x/i.class.to_s, " ", /x/.match("x")[0])`)
+	if err != nil || got != "Regexp Regexp x" {
+		t.Fatalf("dave: %q %v", got, err)
 	}
 }
