@@ -38,7 +38,9 @@ class Regexp
       @options = source.options
     else
       raise TypeError, "no implicit conversion of #{source.class} into String" unless source.is_a?(String)
-      @source = source.dup.freeze
+      # A plain String: a Regexp may be shared by runs (Regexp.compile),
+      # so it must not carry a hook's String subclass.
+      @source = String.new(source).freeze
       @options = case opts
                  when Integer then opts & 7
                  when String

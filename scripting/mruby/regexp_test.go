@@ -69,12 +69,17 @@ func TestRegexpCacheAcrossTenants(t *testing.T) {
 end
 Evil.compile("x")
 Evil.compile("x", "i")
+class EvilString < String
+  def to_s; "stolen"; end
+  def ==(o); true; end
+end
+Regexp.compile(EvilString.new("y"))
 r.write(Evil.compile("x").class.to_s)`
 	if got, _, err := run(t, carol, t.TempDir(), "h.rb", evil); err != nil || !strings.HasSuffix(got, "Evil") {
 		t.Fatalf("carol: %q %v", got, err)
 	}
-	got, _, err := run(t, dave, t.TempDir(), "h.rb", `r.write(/x/.class.to_s, " ", /x/i.class.to_s, " ", /x/.match("x")[0])`)
-	if err != nil || got != "Regexp Regexp x" {
+	got, _, err := run(t, dave, t.TempDir(), "h.rb", `r.write(/x/.class.to_s, " ", /x/i.class.to_s, " ", /x/.match("x")[0], " ", /y/.source.class.to_s)`)
+	if err != nil || got != "Regexp Regexp x String" {
 		t.Fatalf("dave: %q %v", got, err)
 	}
 }
