@@ -59,6 +59,7 @@ class Regexp
     @flags = flags.freeze
     names = Hostd.__fn("re_compile", @source, @flags)
     raise RegexpError, "#{names}: /#{@source}/" if names.is_a?(String)
+    names.each { |n| n.freeze }
     @names = names.freeze
     freeze
   end

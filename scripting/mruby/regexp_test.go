@@ -48,6 +48,8 @@ func TestRegexp(t *testing.T) {
 		{`/a/.instance_variable_set(:@source, "b")`, "FrozenError"},
 		{`/a/.extend(Module.new { def source; "evil"; end })`, "FrozenError"},
 		{`def (/a/).source; "evil"; end`, "FrozenError"},
+		{`/(?<n>a)/.__names[1] << "x"`, "FrozenError"},
+		{`/a/.source << "x"`, "FrozenError"},
 	} {
 		_, _, err := run(t, e, t.TempDir(), "h.rb", tc.src)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
