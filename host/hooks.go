@@ -51,6 +51,7 @@ func (v *vhost) runPhase(ctx context.Context, phase scripting.Phase, hr *hookReq
 		}); gerr != nil {
 			err = gerr
 		}
+		hr.keepSessionCookie() // session.go
 		if err != nil {
 			v.hookFailed(hr, hk, err)
 			return true

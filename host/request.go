@@ -32,6 +32,7 @@ type hookRequest struct {
 	bodyRead    bool
 	vars        map[string]any
 	sess        *session.Session // r.session, nil until used (session.go)
+	sessCookie  string           // the session's Set-Cookie, "" when none
 	finished    bool             // log phase: the response is gone
 	headersOut  http.Header
 }
@@ -140,6 +141,7 @@ func (h *hookRequest) sendHeader(code int) {
 	if code == 0 {
 		code = http.StatusOK
 	}
+	h.keepSessionCookie() // session.go
 	h.status = code
 	h.wrote = true
 	h.w.WriteHeader(code)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 
 	"github.com/hostd/hostd/scripting"
@@ -101,21 +100,35 @@ func (h *hookRequest) setSessionCookie(c *http.Cookie) error {
 	if h.wrote || h.finished {
 		return errors.New("the response headers were already sent: use r.session before the first write")
 	}
+	h.sessCookie = c.String()
 	hdr := h.w.Header()
 	removeCookie(hdr, c.Name)
-	hdr.Add("Set-Cookie", c.String())
+	hdr.Add("Set-Cookie", h.sessCookie)
 	return nil
+}
+
+// keepSessionCookie puts the session's Set-Cookie back when a hook
+// replaced the response's Set-Cookie headers (r.headers_out["Set-Cookie"]
+// = ...) after using r.session: the session cookie and the hook's own
+// cookies go out together, whichever came first. It runs after every hook
+// and before the response headers are sent.
+func (h *hookRequest) keepSessionCookie() {
+	if h.sessCookie == "" || h.wrote || h.finished {
+		return
+	}
+	hdr := h.w.Header()
+	for _, v := range hdr.Values("Set-Cookie") {
+		if v == h.sessCookie {
+			return
+		}
+	}
+	removeCookie(hdr, h.v.sessions.CookieName())
+	hdr.Add("Set-Cookie", h.sessCookie)
 }
 
 // removeCookie deletes the Set-Cookie headers of the cookie name.
 func removeCookie(hdr http.Header, name string) {
-	old := hdr.Values("Set-Cookie")
-	hdr.Del("Set-Cookie")
-	for _, v := range old {
-		if !strings.HasPrefix(v, name+"=") {
-			hdr.Add("Set-Cookie", v)
-		}
-	}
+	scripting.RemoveSetCookie(hdr, name)
 }
 
 // dropSession forgets the request's session changes and, while the
@@ -127,7 +140,7 @@ func (h *hookRequest) dropSession() {
 	if !h.wrote && !h.finished {
 		removeCookie(h.w.Header(), h.v.sessions.CookieName())
 	}
-	h.sess = nil
+	h.sess, h.sessCookie = nil, ""
 }
 
 // saveSession writes the session back when it changed. It is not

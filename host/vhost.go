@@ -183,9 +183,10 @@ func (v *vhost) engine(ext string) (scripting.Engine, error) {
 	}
 	cfg := scripting.Config{
 		Limits: scripting.Limits{
-			Timeout:   v.cfg.Limits.ScriptTimeout.Std(),
-			MaxMemory: int64(v.cfg.Limits.ScriptMemory),
-			MaxScript: int(v.cfg.Limits.MaxScriptSize),
+			Timeout:     v.cfg.Limits.ScriptTimeout.Std(),
+			MaxMemory:   int64(v.cfg.Limits.ScriptMemory),
+			MaxScript:   int(v.cfg.Limits.MaxScriptSize),
+			MaxFormPart: int(v.cfg.Limits.MaxFormPart),
 		},
 		Shared:  v.shared,
 		Scripts: v.scripts,

@@ -161,6 +161,9 @@ type Limits struct {
 	// MaxScript is the largest hook or module file, in bytes (default
 	// 1 MiB, at most MaxScriptSize); the parser also bounds its nesting.
 	MaxScript int
+	// MaxFormPart bounds one part of a multipart/form-data body that
+	// r:post_args parses, in bytes (0: no limit but the body's).
+	MaxFormPart int
 }
 
 // Config is what an engine needs to serve one tenant. The zero value works

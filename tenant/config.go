@@ -236,6 +236,10 @@ type Limits struct {
 	CGITimeout Duration `toml:"cgi_timeout"`
 	// MaxBody is the largest request body hooks and CGI accept (default 1MiB).
 	MaxBody Size `toml:"max_body"`
+	// MaxFormPart is the largest part of a multipart/form-data body a
+	// hook's r:post_args accepts (default: max_body); a larger one fails
+	// the hook with 413.
+	MaxFormPart Size `toml:"max_form_part"`
 	// MaxResponse is the largest response a hook may write (default 16MiB).
 	MaxResponse Size `toml:"max_response"`
 	// MaxConcurrent bounds the vhost's requests in progress (default 256,

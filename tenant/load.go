@@ -467,6 +467,11 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 	if lim.MaxBody == 0 {
 		lim.MaxBody = 1 << 20
 	}
+	if lim.MaxFormPart > lim.MaxBody {
+		l.add(file, loc.line("limits", -1, "max_form_part"), "max_form_part (%d bytes) is larger than max_body (%d bytes): a part cannot be larger than the body; raise max_body or lower max_form_part", lim.MaxFormPart, lim.MaxBody)
+	} else if lim.MaxFormPart == 0 {
+		lim.MaxFormPart = lim.MaxBody
+	}
 	l.cgiLimits(file, loc, lim)
 	if lim.MaxResponse == 0 {
 		lim.MaxResponse = 16 << 20

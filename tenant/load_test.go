@@ -151,6 +151,9 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown key in main", map[string]string{
 			"hostd.toml": mainOK + "acces_log = \"x\"\n",
 		}, "hostd.toml", 5, `unknown key "server.acces_log" (did you mean "access_log"?)`},
+		{"max_form_part above max_body", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\n[limits]\nmax_body = \"1MiB\"\nmax_form_part = \"2MiB\"\n",
+		}, "vhosts.d/a.toml", 5, "max_form_part (2097152 bytes) is larger than max_body (1048576 bytes)"},
 		{"missing root", map[string]string{
 			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../nope\"\n",
 		}, "vhosts.d/a.toml", 2, "no such file or directory"},

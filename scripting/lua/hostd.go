@@ -30,6 +30,7 @@ func (v *vm) hostdLib() *glua.LTable {
 		"time":          hTime,
 	})
 	t.RawSetString("base64", t.RawGetString("base64_encode"))
+	v.hostdAPI(t) // api.go: regex, URL, crypto, JSON sentinels
 
 	methods := L.NewTable()
 	L.SetFuncs(methods, map[string]glua.LGFunction{
@@ -82,7 +83,7 @@ func (v *vm) checkInput(L *glua.LState, n int) string {
 
 func (v *vm) hJSONEncode(L *glua.LState) int {
 	v.rc.poke() // may be slow: check the deadline at the next instruction
-	x, err := fromLua(L.CheckAny(1), v.e.cfg.Limits.MaxInput)
+	x, err := v.fromLua(L.CheckAny(1))
 	if err != nil {
 		L.RaiseError("hostd.json_encode: %s", err.Error())
 	}
@@ -106,7 +107,7 @@ func (v *vm) hJSONDecode(L *glua.LState) int {
 		L.Push(glua.LString(err.Error()))
 		return 2
 	}
-	L.Push(toLua(L, x))
+	L.Push(v.toLua(x))
 	return 1
 }
 

@@ -23,6 +23,8 @@ func (v *vm) buildRequest() {
 		"write": v.rWrite, "puts": v.rPuts, "redirect": v.rRedirect,
 		"exit": v.rExit, "basic_auth": v.rBasicAuth, "set_path": v.rSetPath,
 	})
+	v.requestAPI(methods) // api.go
+	v.cookiesUD = v.buildCookies()
 
 	v.reqUD = newObject(L, func(L *glua.LState) int { return v.rIndex(L, methods) }, v.rNewIndex)
 	v.hinUD = newObject(L, v.headersInIndex, func(L *glua.LState) int {
@@ -30,6 +32,8 @@ func (v *vm) buildRequest() {
 		return 0
 	})
 	v.houtUD = newObject(L, v.headersOutIndex, v.headersOutNewIndex)
+	v.hinUD.Metatable.(*glua.LTable).RawSetString("__pairs", L.NewFunction(v.headerPairs(true)))
+	v.houtUD.Metatable.(*glua.LTable).RawSetString("__pairs", L.NewFunction(v.headerPairs(false)))
 	v.varsUD = newObject(L, v.varsIndex, v.varsNewIndex)
 	v.buildSession()
 }
@@ -88,6 +92,8 @@ func (v *vm) rIndex(L *glua.LState, methods *glua.LTable) int {
 		ret = glua.LString(req.Scheme())
 	case "remote_addr":
 		ret = glua.LString(req.RemoteAddr())
+	case "cookies":
+		ret = v.cookiesUD // api.go
 	case "headers_in":
 		ret = v.hinUD
 	case "headers_out":
@@ -302,7 +308,7 @@ func (v *vm) varsIndex(L *glua.LState) int {
 		L.Push(glua.LNil)
 		return 1
 	}
-	L.Push(toLua(L, val))
+	L.Push(v.toLua(val))
 	return 1
 }
 
@@ -315,7 +321,7 @@ func (v *vm) varsNewIndex(L *glua.LState) int {
 		delete(m, k)
 		return 0
 	}
-	x, err := fromLua(val, v.e.cfg.Limits.MaxInput)
+	x, err := v.fromLua(val)
 	if err != nil {
 		L.ArgError(3, "r.vars: "+err.Error())
 	}

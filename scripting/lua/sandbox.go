@@ -49,6 +49,7 @@ func (v *vm) buildSandbox() {
 	}
 	base.RawSetString("pcall", L.NewFunction(v.protect(g.RawGetString("pcall").(*glua.LFunction))))
 	base.RawSetString("xpcall", L.NewFunction(v.protect(g.RawGetString("xpcall").(*glua.LFunction))))
+	base.RawSetString("pairs", L.NewFunction(v.pairs(g.RawGetString("pairs").(*glua.LFunction))))
 	base.RawSetString("print", L.NewFunction(v.print))
 	base.RawSetString("unpack", L.NewFunction(unpack))
 	base.RawSetString("require", L.NewFunction(v.require))
@@ -98,7 +99,7 @@ func (v *vm) buildSandbox() {
 
 	osAll := g.RawGetString("os").(*glua.LTable)
 	osT := pick(L, osAll, "time", "clock", "date", "difftime")
-	L.SetFuncs(osT, map[string]glua.LGFunction{"remove": v.osRemove, "rename": v.osRename})
+	L.SetFuncs(osT, map[string]glua.LGFunction{"remove": v.osRemove, "rename": v.osRename, "date": osDate})
 	base.RawSetString("os", readOnly(L, osT))
 
 	base.RawSetString("io", readOnly(L, v.ioLib()))

@@ -58,7 +58,7 @@ func (v *vm) sessGet(L *glua.LState) int {
 	if err != nil {
 		v.sessFail(L, "r.session:get", err)
 	}
-	L.Push(toLua(L, val))
+	L.Push(v.toLua(val))
 	return 1
 }
 
@@ -68,7 +68,7 @@ func (v *vm) sessSet(L *glua.LState) int {
 	var x any
 	if lv := L.Get(3); lv != glua.LNil {
 		var err error
-		if x, err = fromLua(lv, v.e.cfg.Limits.MaxInput); err != nil {
+		if x, err = v.fromLua(lv); err != nil {
 			L.ArgError(3, "r.session:set: "+err.Error())
 		}
 	}

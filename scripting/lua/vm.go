@@ -40,10 +40,18 @@ type vm struct {
 	origFormat *glua.LFunction
 
 	reqUD, hinUD, houtUD, varsUD, sessUD *glua.LUserData
-	fileMT                               *glua.LTable
+	// The JSON sentinels hostd.json_null, hostd.json_empty_array and the
+	// list marker hostd.json_array_mt (read-only, shared by every run).
+	jsonNull, jsonEmptyArray *glua.LUserData
+	jsonArrayMT              *glua.LTable
+	cookiesUD                *glua.LUserData // r.cookies (api.go)
+	fileMT                   *glua.LTable
 
 	// rc is the run's context (deadline and parent), reused by every run.
 	rc runCtx
+	// reCache keeps the compiled patterns of hostd.re (tenant-neutral:
+	// a pattern compiles the same for everyone).
+	reCache scripting.RegexCache
 
 	// Per-run state, reset by end.
 	ctx        context.Context // &rc during a run, nil between runs

@@ -43,6 +43,8 @@ type runState struct {
 	// out is the encoding buffer of host call results, kept by the VM
 	// across runs.
 	out []byte
+	// re is the VM's pattern cache (api.go).
+	re *scripting.RegexCache
 }
 
 // callError is a failed host call: an ArgumentError in Ruby when arg is
@@ -506,6 +508,9 @@ func (rs *runState) call(op int, a args) (any, error) {
 	}
 	if v, err, ok := rs.sessionCall(op, a); ok {
 		return v, err
+	}
+	if op == C.HOSTD_OP_FN {
+		return rs.fn(a) // api.go
 	}
 	return nil, &callError{msg: fmt.Sprintf("unknown host operation %d", op)}
 }

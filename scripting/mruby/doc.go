@@ -7,6 +7,10 @@
 // bytecode that any VM loads; every run gets a fresh
 // anonymous top-level class and self, globals are reset after it, and the
 // core classes are frozen so no run can change what the next one sees.
+// The parts of the hook API written in Ruby (Regexp over Go's regexp,
+// MatchData, the String methods that take a Regexp, r.cookies ...) are in
+// prelude.rb, run once per VM before the freeze; they reach Go through one
+// generic call, Hostd.__fn (api.go).
 // Under the nomruby build tag (or without cgo) New returns an engine whose
 // methods fail with scripting.ErrNotSupported. See docs/mruby.md.
 package mruby

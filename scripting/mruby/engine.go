@@ -92,6 +92,9 @@ type vm struct {
 	// once per VM, so a run allocates neither).
 	rs runState
 	h  cgo.Handle
+	// re keeps the compiled patterns of Regexp (tenant-neutral: a
+	// pattern compiles the same for everyone).
+	re scripting.RegexCache
 }
 
 type proc struct {
@@ -170,7 +173,7 @@ func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, re
 		timeout = min(timeout, time.Until(dl))
 	}
 	rs := &v.rs
-	*rs = runState{e: e, ctx: ctx, phase: phase, path: path, req: req, out: rs.out}
+	*rs = runState{e: e, ctx: ctx, phase: phase, path: path, req: req, out: rs.out, re: &v.re}
 	// rs is reset below, before v goes back to the pool.
 	var res C.hostd_result
 	C.hostd_vm_run(v.c, p.p, p.lastReturn, p.file, C.int64_t(timeout), C.uintptr_t(v.h), C.uint64_t(rand.Uint64()), &res)
@@ -264,7 +267,7 @@ func (e *Engine) getVM() (*vm, error) {
 
 func newVM(maxMem int64) (*vm, error) {
 	var cerr *C.char
-	c := C.hostd_vm_new(C.size_t(maxMem), &cerr)
+	c := C.hostd_vm_new(C.size_t(maxMem), (*C.char)(unsafe.Pointer(unsafe.StringData(prelude))), C.size_t(len(prelude)), &cerr)
 	if c == nil {
 		msg := "out of memory"
 		if cerr != nil {

@@ -50,6 +50,11 @@ struct hostd_vm {
 	uint64_t seed;        // the default Random's seed for the next run
 	mrb_sym base_symidx;
 	mrb_sym gc_root;
+	const char *prelude;  // Ruby run at setup (api.go's prelude.rb)
+	size_t prelude_len;
+	mrb_value re_cache;   // Regexp.compile's frozen Regexps (GC-registered)
+	struct RClass *regexp_class;
+	mrb_sym match_syms[10]; // $~, $1..$9
 };
 
 // ---- counting allocator ----
@@ -430,7 +435,8 @@ dispatch(mrb_state *mrb, int op)
 	X(session_set, HOSTD_OP_SESSION_SET)    \
 	X(session_delete, HOSTD_OP_SESSION_DELETE) \
 	X(session_destroy, HOSTD_OP_SESSION_DESTROY) \
-	X(session_regenerate_id, HOSTD_OP_SESSION_REGENERATE_ID)
+	X(session_regenerate_id, HOSTD_OP_SESSION_REGENERATE_ID) \
+	X(fn, HOSTD_OP_FN)
 
 #define HOSTD_DEFINE_FN(name, op) \
 	static mrb_value m_##name(mrb_state *mrb, mrb_value self) { (void)self; return dispatch(mrb, op); }
@@ -509,6 +515,94 @@ m_log_print(mrb_state *mrb, mrb_value self)
 	return mrb_nil_value();
 }
 
+// Hostd.__last_match(md, str, offsets) sets $~ to md and $1..$9 to the
+// groups of the match offsets (byte offsets into str, -1 for a group that
+// did not take part; nil for a failed match), as Regexp#=~ does in Ruby.
+// Globals are removed after every run (reset_body).
+static mrb_value
+m_set_last_match(mrb_state *mrb, mrb_value self)
+{
+	hostd_vm *vm = (hostd_vm *)mrb->ud;
+	mrb_value md, str, offs, v;
+	mrb_int i, b, e, n;
+
+	(void)self;
+	mrb_get_args(mrb, "ooo", &md, &str, &offs);
+	mrb_gv_set(mrb, vm->match_syms[0], md);
+	n = mrb_array_p(offs) ? RARRAY_LEN(offs) : 0;
+	for (i = 1; i <= 9; i++) {
+		v = mrb_nil_value();
+		if (mrb_string_p(str) && 2 * i + 1 < n && mrb_integer_p(RARRAY_PTR(offs)[2 * i]) &&
+		    mrb_integer_p(RARRAY_PTR(offs)[2 * i + 1])) {
+			b = mrb_integer(RARRAY_PTR(offs)[2 * i]);
+			e = mrb_integer(RARRAY_PTR(offs)[2 * i + 1]);
+			if (b >= 0 && b <= e && e <= RSTRING_LEN(str))
+				v = mrb_str_new(mrb, RSTRING_PTR(str) + b, e - b);
+		}
+		mrb_gv_set(mrb, vm->match_syms[i], v);
+	}
+	return md;
+}
+
+// Regexp.compile(source [, options]): what a Regexp literal calls each time
+// it is evaluated. Regexps are frozen and hold only frozen data, so one
+// made from the same source and options is reused, from a bounded cache
+// no Ruby code can reach; other arguments go to Regexp.new.
+static mrb_value
+m_re_compile(mrb_state *mrb, mrb_value self)
+{
+	hostd_vm *vm = (hostd_vm *)mrb->ud;
+	const mrb_value *argv;
+	mrb_int argc;
+	mrb_value key, re;
+
+	mrb_int i;
+
+	mrb_get_args(mrb, "*", &argv, &argc);
+	// Only Regexp itself: a hook's subclass (its own methods) must never
+	// reach the cache another run, of any tenant, reads.
+	if (!mrb_class_p(self) || mrb_class_ptr(self) != vm->regexp_class ||
+	    argc < 1 || argc > 3 || !mrb_string_p(argv[0]) || (argc > 1 && !mrb_nil_p(argv[1]) && !mrb_string_p(argv[1])))
+		return mrb_funcall_argv(mrb, self, mrb_intern_lit(mrb, "new"), argc, argv);
+	// The key is "options/source": options of letters only (a literal's
+	// are), so the first '/' ends them.
+	key = mrb_str_new_capa(mrb, RSTRING_LEN(argv[0]) + 8);
+	if (argc > 1 && mrb_string_p(argv[1])) {
+		for (i = 0; i < RSTRING_LEN(argv[1]); i++) {
+			char c = RSTRING_PTR(argv[1])[i];
+			if (c < 'a' || c > 'z')
+				return mrb_funcall_argv(mrb, self, mrb_intern_lit(mrb, "new"), argc, argv);
+		}
+		mrb_str_cat_str(mrb, key, argv[1]);
+	}
+	mrb_str_cat_lit(mrb, key, "/");
+	mrb_str_cat_str(mrb, key, argv[0]);
+	re = mrb_hash_get(mrb, vm->re_cache, key);
+	if (!mrb_nil_p(re)) return re;
+	re = mrb_funcall_argv(mrb, self, mrb_intern_lit(mrb, "new"), argc, argv);
+	if (mrb_hash_size(mrb, vm->re_cache) >= 256) mrb_hash_clear(mrb, vm->re_cache);
+	mrb_hash_set(mrb, vm->re_cache, key, re);
+	return re;
+}
+
+// load_prelude runs the Ruby prelude (Regexp, MatchData, the String
+// methods that take a Regexp, and Hostd helpers written in Ruby).
+static void
+load_prelude(mrb_state *mrb, hostd_vm *vm)
+{
+	mrbc_context *cxt;
+	if (!vm->prelude) return;
+	cxt = mrbc_context_new(mrb);
+	mrbc_filename(mrb, cxt, "hostd-prelude.rb");
+	mrb_load_nstring_cxt(mrb, vm->prelude, vm->prelude_len, cxt);
+	mrbc_context_free(mrb, cxt);
+	if (mrb->exc) {
+		mrb_value e = mrb_obj_value(mrb->exc);
+		mrb->exc = NULL;
+		mrb_exc_raise(mrb, e);
+	}
+}
+
 // ---- VM setup ----
 
 static int
@@ -569,6 +663,8 @@ setup_body(mrb_state *mrb, void *ud)
 	mrb_define_module_function(mrb, h, "base64_decode", m_base64_decode, MRB_ARGS_REQ(1));
 	mrb_define_module_function(mrb, h, "time", m_time, MRB_ARGS_NONE());
 	mrb_define_module_function(mrb, h, "shared", m_shared, MRB_ARGS_NONE());
+	mrb_define_module_function(mrb, h, "__fn", m_fn, MRB_ARGS_ANY());
+	mrb_define_module_function(mrb, h, "__last_match", m_set_last_match, MRB_ARGS_REQ(3));
 
 	c = vm->request_class = mrb_define_class_under(mrb, h, "Request", mrb->object_class);
 	mrb_define_method(mrb, c, "method", m_method, MRB_ARGS_NONE());
@@ -634,6 +730,23 @@ setup_body(mrb_state *mrb, void *ud)
 	mrb_undef_class_method(mrb, c, "interval_ratio=");
 	mrb_undef_class_method(mrb, c, "step_ratio=");
 	mrb_undef_class_method(mrb, c, "generational_mode=");
+
+	load_prelude(mrb, vm);
+	vm->re_cache = mrb_hash_new(mrb);
+	mrb_gc_register(mrb, vm->re_cache);
+	{
+		char name[3] = {'$', '~', 0};
+		int i;
+		vm->match_syms[0] = mrb_intern(mrb, name, 2);
+		for (i = 1; i <= 9; i++) {
+			name[1] = (char)('0' + i);
+			vm->match_syms[i] = mrb_intern(mrb, name, 2);
+		}
+	}
+	if (vm->prelude) {
+		c = vm->regexp_class = mrb_class_get(mrb, "Regexp");
+		mrb_define_class_method(mrb, c, "compile", m_re_compile, MRB_ARGS_ANY());
+	}
 
 	mrb_full_gc(mrb);
 	mrb_objspace_each_objects(mrb, freeze_obj, NULL);
@@ -735,7 +848,7 @@ describe(mrb_state *mrb, mrb_value exc, const char *file, int *line)
 }
 
 hostd_vm *
-hostd_vm_new(size_t mem_limit, char **err)
+hostd_vm_new(size_t mem_limit, const char *prelude, size_t prelude_len, char **err)
 {
 	hostd_vm *vm = (hostd_vm *)calloc(1, sizeof(hostd_vm));
 	mrb_bool failed;
@@ -745,6 +858,9 @@ hostd_vm_new(size_t mem_limit, char **err)
 	if (!vm) return NULL;
 	vm->limit = mem_limit;
 	vm->req = mrb_nil_value();
+	vm->re_cache = mrb_nil_value();
+	vm->prelude = prelude;
+	vm->prelude_len = prelude_len;
 	vm->mrb = mrb_open_allocf(hostd_allocf, vm);
 	if (!vm->mrb) {
 		*err = dup_cstr("mrb_open failed (memory limit too low?)", 39);
@@ -761,6 +877,7 @@ hostd_vm_new(size_t mem_limit, char **err)
 	vm->mrb->ud = vm;
 	vm->gc_root = mrb_intern_lit(vm->mrb, "_gc_root_");
 	r = mrb_protect_error(vm->mrb, setup_body, vm, &failed);
+	vm->prelude = NULL; // Go memory: not kept past this call
 	if (failed) {
 		int line;
 		*err = describe(vm->mrb, r, NULL, &line);

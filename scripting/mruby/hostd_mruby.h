@@ -26,7 +26,9 @@ typedef struct {
 	char *msg; // malloc'd, or NULL; the caller frees it
 } hostd_result;
 
-hostd_vm *hostd_vm_new(size_t mem_limit, char **err);
+// prelude (len bytes of Ruby, may be NULL) runs once at setup, before the
+// core is frozen.
+hostd_vm *hostd_vm_new(size_t mem_limit, const char *prelude, size_t prelude_len, char **err);
 void hostd_vm_free(hostd_vm *vm);
 // hostd_vm_compile returns 0 and a GC-registered proc, 1 for a syntax error
 // (line, msg), 2 for another failure (msg).
@@ -76,6 +78,9 @@ enum {
 	HOSTD_OP_SHARED_DELETE,
 	HOSTD_OP_SESSION_GET, HOSTD_OP_SESSION_SET, HOSTD_OP_SESSION_DELETE,
 	HOSTD_OP_SESSION_DESTROY, HOSTD_OP_SESSION_REGENERATE_ID,
+	// Hostd.__fn(name, *args): the functions of api.go, by name (the
+	// prelude's Regexp, String, MatchData and Hostd helpers call it).
+	HOSTD_OP_FN = 100,
 };
 
 #endif

@@ -22,7 +22,9 @@ type RequestOptions struct {
 	Scheme     string
 	RemoteAddr string
 	Headers    map[string]string
-	Body       string
+	// MultiHeaders are request headers with several values.
+	MultiHeaders map[string][]string
+	Body         string
 	// BodyLimit makes Body fail with scripting.ErrBodyTooLarge when the
 	// body is longer (0: no limit).
 	BodyLimit int
@@ -81,6 +83,11 @@ func NewRequest(o RequestOptions) *Request {
 	r := &Request{opt: o, headersIn: http.Header{}, headersOut: http.Header{}, vars: map[string]any{}}
 	for k, v := range o.Headers {
 		r.headersIn.Add(k, v)
+	}
+	for k, vs := range o.MultiHeaders {
+		for _, v := range vs {
+			r.headersIn.Add(k, v)
+		}
 	}
 	for k, v := range o.Vars {
 		r.vars[k] = v

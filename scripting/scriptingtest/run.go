@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +37,9 @@ type Case struct {
 	Shared map[string]any
 	// Timeout overrides Limits.Timeout.
 	Timeout time.Duration
-	Want    Want
+	// MaxFormPart sets Limits.MaxFormPart.
+	MaxFormPart int
+	Want        Want
 }
 
 // Want is what a Case expects after each run.
@@ -46,11 +49,14 @@ type Want struct {
 	BodyContains string
 	RespStatus   int               // Request.Status() after the run (0: not checked)
 	Headers      map[string]string // response headers; "" means absent
-	Vars         map[string]any    // request vars that must be present with these values
-	Path         string            // Request.Path() after the run ("" : not checked)
-	Query        *string           // Request.Query() after the run (nil: not checked)
-	Log          string            // the log must contain this
-	Shared       map[string]any    // dictionary entries after the run (nil value: absent)
+	// HeaderContains lists substrings that each must be in one of the
+	// header's values (in any order).
+	HeaderContains map[string][]string
+	Vars           map[string]any // request vars that must be present with these values
+	Path           string         // Request.Path() after the run ("" : not checked)
+	Query          *string        // Request.Query() after the run (nil: not checked)
+	Log            string         // the log must contain this
+	Shared         map[string]any // dictionary entries after the run (nil value: absent)
 	// Err, if set, is a substring of the expected error; ErrIs an error it
 	// must wrap. When either is set the error must be a
 	// *scripting.ScriptError, with a line when ErrLine is set.
@@ -154,6 +160,7 @@ func RunCase(t *testing.T, c Case, newEngine func(t *testing.T, cfg scripting.Co
 	if c.Timeout > 0 {
 		cfg.Limits.Timeout = c.Timeout
 	}
+	cfg.Limits.MaxFormPart = c.MaxFormPart
 	eng := newEngine(t, cfg)
 	t.Cleanup(func() { eng.Close() })
 
@@ -232,6 +239,14 @@ func check(t *testing.T, run int, c Case, req *Request, res scripting.Result, er
 	for k, v := range w.Headers {
 		if got := strings.Join(req.HeadersOut().Values(k), ", "); got != v {
 			fail("header %s = %q, want %q", k, got, v)
+		}
+	}
+	for k, subs := range w.HeaderContains {
+		vals := req.HeadersOut().Values(k)
+		for _, sub := range subs {
+			if !slices.ContainsFunc(vals, func(v string) bool { return strings.Contains(v, sub) }) {
+				fail("header %s = %q has no value containing %q", k, vals, sub)
+			}
 		}
 	}
 	for k, v := range w.Vars {

@@ -30,8 +30,7 @@ func (r *Request) Session() (scripting.Session, error) {
 		if r.HeadersAtWrite != nil {
 			return errors.New("the response headers were already sent")
 		}
-		r.headersOut.Del("Set-Cookie")
-		r.headersOut.Add("Set-Cookie", c.String())
+		scripting.SetCookie(r.headersOut, c) // as host: other cookies stay
 		return nil
 	})
 	return r.sess, nil
