@@ -30,6 +30,7 @@ func (v *vm) hostdLib() *glua.LTable {
 		"time":          hTime,
 	})
 	t.RawSetString("base64", t.RawGetString("base64_encode"))
+	t.RawSetString("http", v.httpLib()) // http.go
 
 	methods := L.NewTable()
 	L.SetFuncs(methods, map[string]glua.LGFunction{

@@ -43,6 +43,8 @@ type runState struct {
 	// out is the encoding buffer of host call results, kept by the VM
 	// across runs.
 	out []byte
+	// deadline is when the run's time limit ends.
+	deadline time.Time
 }
 
 // callError is a failed host call: an ArgumentError in Ruby when arg is
@@ -90,6 +92,8 @@ func hostdGoCall(h C.uintptr_t, op C.int, in *C.char, inLen C.size_t, out **C.ch
 		switch {
 		case err == nil:
 			res = v
+		case errors.As(err, new(runTimeout)):
+			res, code = err.Error(), C.HOSTD_CALL_TIMEOUT
 		case errors.As(err, &ce):
 			res, code = ce.msg, C.HOSTD_CALL_ERR
 			if ce.arg {
@@ -218,6 +222,8 @@ var opNames = map[int]string{
 	C.HOSTD_OP_SHARED_DELETE: "Hostd.shared.delete", C.HOSTD_OP_SESSION_GET: "r.session.get",
 	C.HOSTD_OP_SESSION_SET: "r.session.set", C.HOSTD_OP_SESSION_DELETE: "r.session.delete",
 	C.HOSTD_OP_SESSION_DESTROY: "r.session.destroy", C.HOSTD_OP_SESSION_REGENERATE_ID: "r.session.regenerate_id",
+	// Issue 16 part B.
+	C.HOSTD_OP_HTTP_REQUEST: "Hostd::HTTP.request",
 }
 
 var logLevels = map[string]slog.Level{
@@ -506,6 +512,11 @@ func (rs *runState) call(op int, a args) (any, error) {
 	}
 	if v, err, ok := rs.sessionCall(op, a); ok {
 		return v, err
+	}
+	// Issue 16 part B.
+	switch op {
+	case C.HOSTD_OP_HTTP_REQUEST:
+		return rs.httpRequest(a)
 	}
 	return nil, &callError{msg: fmt.Sprintf("unknown host operation %d", op)}
 }

@@ -170,7 +170,7 @@ func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, re
 		timeout = min(timeout, time.Until(dl))
 	}
 	rs := &v.rs
-	*rs = runState{e: e, ctx: ctx, phase: phase, path: path, req: req, out: rs.out}
+	*rs = runState{e: e, ctx: ctx, phase: phase, path: path, req: req, out: rs.out, deadline: time.Now().Add(timeout)}
 	// rs is reset below, before v goes back to the pool.
 	var res C.hostd_result
 	C.hostd_vm_run(v.c, p.p, p.lastReturn, p.file, C.int64_t(timeout), C.uintptr_t(v.h), C.uint64_t(rand.Uint64()), &res)

@@ -46,6 +46,7 @@ struct hostd_vm {
 	struct RClass *script_class, *request_class, *hin_class, *hout_class,
 		*vars_class, *shared_class, *hostd_mod, *exit_class, *timeout_class,
 		*error_class, *session_class;
+	struct RClass *http_response_class; // issue 16 part B
 	mrb_value req;        // the current run's request object
 	uint64_t seed;        // the default Random's seed for the next run
 	mrb_sym base_symidx;
@@ -377,6 +378,10 @@ call_go(mrb_state *mrb, int op, const mrb_value *argv, mrb_int argc)
 	case HOSTD_CALL_EXIT:
 		vm->exit_status = mrb_integer_p(v) ? mrb_integer(v) : 500;
 		mrb_raise(mrb, vm->exit_class, "exit");
+	case HOSTD_CALL_TIMEOUT:
+		vm->stop = 1;
+		vm->timed_out = 1;
+		mrb_raise(mrb, vm->timeout_class, "hook exceeded its time limit");
 	default:
 		mrb_exc_raise(mrb, mrb_exc_new_str(mrb, vm->error_class, mrb_string_p(v) ? v : mrb_str_new_lit(mrb, "host error")));
 	}
@@ -509,6 +514,47 @@ m_log_print(mrb_state *mrb, mrb_value self)
 	return mrb_nil_value();
 }
 
+// ---- issue 16 part B: outbound HTTP ----
+
+// Hostd::HTTP.request(url:, method:, headers:, body:, timeout:, max_body:)
+// (or one Hash): Go returns a Hash of status, headers and body, wrapped
+// here in a Hostd::HTTP::Response.
+static mrb_value
+m_http_request(mrb_state *mrb, mrb_value self)
+{
+	hostd_vm *vm = (hostd_vm *)mrb->ud;
+	const mrb_value *argv;
+	mrb_int argc;
+	mrb_value h, res;
+
+	(void)self;
+	mrb_get_args(mrb, "*", &argv, &argc);
+	h = call_go(mrb, HOSTD_OP_HTTP_REQUEST, argv, argc);
+	res = new_of(mrb, vm->http_response_class);
+	if (mrb_hash_p(h)) {
+		mrb_iv_set(mrb, res, mrb_intern_lit(mrb, "@status"), mrb_hash_get(mrb, h, mrb_str_new_lit(mrb, "status")));
+		mrb_iv_set(mrb, res, mrb_intern_lit(mrb, "@headers"), mrb_hash_get(mrb, h, mrb_str_new_lit(mrb, "headers")));
+		mrb_iv_set(mrb, res, mrb_intern_lit(mrb, "@body"), mrb_hash_get(mrb, h, mrb_str_new_lit(mrb, "body")));
+	}
+	return res;
+}
+
+static mrb_value m_http_status(mrb_state *mrb, mrb_value self) { return mrb_iv_get(mrb, self, mrb_intern_lit(mrb, "@status")); }
+static mrb_value m_http_headers(mrb_state *mrb, mrb_value self) { return mrb_iv_get(mrb, self, mrb_intern_lit(mrb, "@headers")); }
+static mrb_value m_http_body(mrb_state *mrb, mrb_value self) { return mrb_iv_get(mrb, self, mrb_intern_lit(mrb, "@body")); }
+
+static void
+setup_part_b(mrb_state *mrb, hostd_vm *vm)
+{
+	struct RClass *m = mrb_define_module_under(mrb, vm->hostd_mod, "HTTP");
+	struct RClass *c;
+	mrb_define_module_function(mrb, m, "request", m_http_request, MRB_ARGS_ANY());
+	c = vm->http_response_class = mrb_define_class_under(mrb, m, "Response", mrb->object_class);
+	mrb_define_method(mrb, c, "status", m_http_status, MRB_ARGS_NONE());
+	mrb_define_method(mrb, c, "headers", m_http_headers, MRB_ARGS_NONE());
+	mrb_define_method(mrb, c, "body", m_http_body, MRB_ARGS_NONE());
+}
+
 // ---- VM setup ----
 
 static int
@@ -615,6 +661,8 @@ setup_body(mrb_state *mrb, void *ud)
 	mrb_define_method(mrb, c, "delete", m_session_delete, MRB_ARGS_REQ(1));
 	mrb_define_method(mrb, c, "destroy", m_session_destroy, MRB_ARGS_NONE());
 	mrb_define_method(mrb, c, "regenerate_id", m_session_regenerate_id, MRB_ARGS_NONE());
+
+	setup_part_b(mrb, vm); // issue 16 part B
 
 	// The class every run's fresh, anonymous top-level class inherits from.
 	c = vm->script_class = mrb_define_class_under(mrb, h, "Script", mrb->object_class);

@@ -56,6 +56,7 @@ enum {
 	HOSTD_CALL_ARGERR = 1,   // out holds a message: ArgumentError
 	HOSTD_CALL_ERR = 2,      // out holds a message: Hostd::Error
 	HOSTD_CALL_EXIT = 3,     // out holds the status: end the run
+	HOSTD_CALL_TIMEOUT = 4,  // the run's deadline passed during the call
 };
 
 // Host operations: Ruby methods of Hostd, Hostd::Request and friends call
@@ -76,6 +77,8 @@ enum {
 	HOSTD_OP_SHARED_DELETE,
 	HOSTD_OP_SESSION_GET, HOSTD_OP_SESSION_SET, HOSTD_OP_SESSION_DELETE,
 	HOSTD_OP_SESSION_DESTROY, HOSTD_OP_SESSION_REGENERATE_ID,
+	// Issue 16 part B.
+	HOSTD_OP_HTTP_REQUEST = 200,
 };
 
 #endif

@@ -19,7 +19,7 @@ func Cases() []Case {
 		content = scripting.PhaseContent
 		logp    = scripting.PhaseLog
 	)
-	return []Case{
+	return append([]Case{
 		// Request fields.
 		{Name: "method", Phase: content, Req: RequestOptions{Method: "POST"},
 			Lua:  `r:write(r.method)`,
@@ -281,5 +281,5 @@ local outside = "path is outside the tenant's allowed directories"
 r:write(got, "|", tostring(ok), " ", tostring(err:find(outside, 1, true) ~= nil), "|", tostring(ok2), " ", err2,
   "|", tostring(io.open("moved.txt")))`,
 			Want: Want{Body: "written|nil true|nil /etc/hostname: path is outside the tenant's allowed directories|nil"}},
-	}
+	}, casesB()...)
 }

@@ -36,7 +36,10 @@ type Case struct {
 	Shared map[string]any
 	// Timeout overrides Limits.Timeout.
 	Timeout time.Duration
-	Want    Want
+	// HTTP gives the engine an outbound client and the request the
+	// headers X-Base and X-Redis (see StartHTTP).
+	HTTP bool
+	Want Want
 }
 
 // Want is what a Case expects after each run.
@@ -153,6 +156,14 @@ func RunCase(t *testing.T, c Case, newEngine func(t *testing.T, cfg scripting.Co
 	cfg := scripting.Config{HookDir: dir, Shared: dict, FS: DirFS(t, dir, dataDir)}
 	if c.Timeout > 0 {
 		cfg.Limits.Timeout = c.Timeout
+	}
+	if c.HTTP {
+		var hdr map[string]string
+		cfg.HTTP, hdr = StartHTTP(t)
+		for k, v := range c.Req.Headers {
+			hdr[k] = v
+		}
+		c.Req.Headers = hdr
 	}
 	eng := newEngine(t, cfg)
 	t.Cleanup(func() { eng.Close() })

@@ -1,0 +1,94 @@
+package host_test
+
+import (
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hostd/hostd/host/hosttest"
+)
+
+// TestOutboundEndToEnd: a hook's hostd.http.request reaches the host its
+// vhost's outbound key lists, is refused the session Redis (also through
+// a redirect) and unlisted hosts, and the counters show in /metrics.
+func TestOutboundEndToEnd(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("listen 127.0.0.2: %v", err)
+	}
+	api := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u := r.URL.Query().Get("to"); u != "" {
+			http.Redirect(w, r, u, http.StatusFound)
+			return
+		}
+		w.Write([]byte("api says hi"))
+	}))
+	api.Listener.Close()
+	api.Listener = ln
+	api.Start()
+	defer api.Close()
+	redis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer redis.Close()
+	var redisConns atomic.Int32
+	go func() {
+		for {
+			c, err := redis.Accept()
+			if err != nil {
+				return
+			}
+			redisConns.Add(1)
+			c.Close()
+		}
+	}()
+	s := hosttest.Start(t, hosttest.Files{
+		"hostd.toml": adminMain + "[sessions]\nstore = \"redis\"\nurl = \"redis://" + redis.Addr().String() + "/0\"\n",
+		"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../pub\"\nrun_as_server = true\n" +
+			"outbound = [\"127.0.0.0/8\"]\n[sessions]\nstore = \"memory\"\n" +
+			"[[hooks]]\nphase = \"content\"\nfile = \"../hooks/out.lua\"\n",
+		"pub/index.html": "x\n",
+		"hooks/out.lua": `local res, err = hostd.http.request{url = r.headers_in["X-Url"], timeout = 2}
+if res then r:write(res.status, " ", res.body) else r:write("refused: ", tostring(err:find("not allowed", 1, true) ~= nil)) end`,
+	})
+	c := s.Client("a.example", true)
+	get := func(u string) string {
+		req, _ := http.NewRequest("GET", "https://a.example/", nil)
+		req.Header.Set("X-Url", u)
+		return hosttest.Do(t, c, req).Body
+	}
+	if got := get(api.URL + "/"); got != "200 api says hi" {
+		t.Errorf("allowed host: %q", got)
+	}
+	for _, u := range []string{
+		"http://" + redis.Addr().String() + "/",          // the session Redis, inside 127.0.0.0/8
+		api.URL + "/?to=http://" + redis.Addr().String(), // through a redirect
+		"http://169.254.169.254/latest/meta-data/",
+		"https://example.com/",
+	} {
+		if got := get(u); got != "refused: true" {
+			t.Errorf("%s: %q, want refused", u, got)
+		}
+	}
+	if n := redisConns.Load(); n != 0 {
+		t.Errorf("the session Redis saw %d connections from hooks", n)
+	}
+	mfs := scrape(t, adminTarget{s.AdminAddr(), s.AdminToken()})
+	a := map[string]string{"vhost": "a.example"}
+	if v, _ := metricValue(mfs, "hostd_outbound_requests_total", a); v != 5 {
+		t.Errorf("hostd_outbound_requests_total = %v, want 5", v)
+	}
+	if v, _ := metricValue(mfs, "hostd_outbound_refused_total", a); v < 4 {
+		t.Errorf("hostd_outbound_refused_total = %v, want >= 4", v)
+	}
+	if v, _ := metricValue(mfs, "hostd_outbound_response_bytes_total", a); v != float64(len("api says hi")) {
+		t.Errorf("hostd_outbound_response_bytes_total = %v", v)
+	}
+	if strings.Contains(s.Logs.String(), "panic") {
+		t.Error("panic in the log")
+	}
+}
