@@ -1,6 +1,8 @@
 package host_test
 
 import (
+	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -90,5 +92,38 @@ if res then r:write(res.status, " ", res.body) else r:write("refused: ", tostrin
 	}
 	if strings.Contains(s.Logs.String(), "panic") {
 		t.Error("panic in the log")
+	}
+}
+
+// TestSharedDictSurvivesReload: a reload that rebuilds the vhost (its
+// max_body changed) keeps the shared dictionary, in both languages.
+func TestSharedDictSurvivesReload(t *testing.T) {
+	for _, lang := range []string{"lua", "rb"} {
+		t.Run(lang, func(t *testing.T) {
+			src := map[string]string{
+				"lua": `local n = hostd.shared:incr("n", 1) hostd.shared:add("first", n) r:write(n, " ", hostd.shared:get("first"))`,
+				"rb":  `n = Hostd.shared.incr("n", 1); Hostd.shared.add("first", n); r.write(n, " ", Hostd.shared.get("first"))`,
+			}[lang]
+			vh := "server_name = \"a.example\"\nroot = \"../pub\"\nrun_as_server = true\n[limits]\nmax_body = %d\n[[hooks]]\nphase = \"content\"\nfile = \"../hooks/c." + lang + "\"\n"
+			s := hosttest.Start(t, hosttest.Files{
+				"vhosts.d/a.toml": fmt.Sprintf(vh, 1000),
+				"pub/index.html":  "x\n",
+				"hooks/c." + lang: src,
+			})
+			c := s.Client("a.example", true)
+			for i, want := range []string{"1 1", "2 1"} {
+				if got := hosttest.Get(t, c, "https://a.example/").Body; got != want {
+					t.Fatalf("request %d: %q, want %q", i+1, got, want)
+				}
+			}
+			hosttest.Write(t, s.Dir, hosttest.Files{"vhosts.d/a.toml": fmt.Sprintf(vh, 2000)})
+			res, err := s.Reload(context.Background())
+			if err != nil || res.Changed != 1 {
+				t.Fatalf("reload: %+v %v", res, err)
+			}
+			if got := hosttest.Get(t, c, "https://a.example/").Body; got != "3 1" {
+				t.Errorf("after the reload: %q, want \"3 1\"", got)
+			}
+		})
 	}
 }

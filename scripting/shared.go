@@ -83,6 +83,12 @@ func (d *SharedDict) Set(key string, v any, ttl time.Duration) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.storeLocked(key, v, d.expiry(ttl))
+}
+
+// storeLocked stores v under key with expiry exp (zero: none); a nil v
+// deletes key. d.mu is held; key and v are checked.
+func (d *SharedDict) storeLocked(key string, v any, exp time.Time) error {
 	if v == nil {
 		delete(d.m, key)
 		return nil
@@ -93,7 +99,7 @@ func (d *SharedDict) Set(key string, v any, ttl time.Duration) error {
 			return ErrDictFull
 		}
 	}
-	d.m[key] = dictEntry{v: v, exp: d.expiry(ttl)}
+	d.m[key] = dictEntry{v: v, exp: exp}
 	return nil
 }
 

@@ -36,6 +36,7 @@ func (v *vm) hostdLib() *glua.LTable {
 	L.SetFuncs(methods, map[string]glua.LGFunction{
 		"get": v.sGet, "set": v.sSet, "incr": v.sIncr, "delete": v.sDelete,
 	})
+	L.SetFuncs(methods, v.sharedOps()) // shared_ops.go
 	shared := L.NewUserData()
 	mt := L.NewTable()
 	mt.RawSetString("__index", readOnly(L, methods))

@@ -224,6 +224,9 @@ var opNames = map[int]string{
 	C.HOSTD_OP_SESSION_DESTROY: "r.session.destroy", C.HOSTD_OP_SESSION_REGENERATE_ID: "r.session.regenerate_id",
 	// Issue 16 part B.
 	C.HOSTD_OP_HTTP_REQUEST: "Hostd::HTTP.request",
+	C.HOSTD_OP_SHARED_ADD:   "Hostd.shared.add", C.HOSTD_OP_SHARED_REPLACE: "Hostd.shared.replace",
+	C.HOSTD_OP_SHARED_TTL: "Hostd.shared.ttl", C.HOSTD_OP_SHARED_EXPIRE: "Hostd.shared.expire",
+	C.HOSTD_OP_SHARED_GET_KEYS: "Hostd.shared.get_keys", C.HOSTD_OP_SHARED_CAS: "Hostd.shared.cas",
 }
 
 var logLevels = map[string]slog.Level{
@@ -517,6 +520,11 @@ func (rs *runState) call(op int, a args) (any, error) {
 	switch op {
 	case C.HOSTD_OP_HTTP_REQUEST:
 		return rs.httpRequest(a)
+	case C.HOSTD_OP_SHARED_ADD, C.HOSTD_OP_SHARED_REPLACE, C.HOSTD_OP_SHARED_TTL,
+		C.HOSTD_OP_SHARED_EXPIRE, C.HOSTD_OP_SHARED_CAS:
+		return rs.sharedOpsB(op, a)
+	case C.HOSTD_OP_SHARED_GET_KEYS:
+		return rs.sharedKeys(a)
 	}
 	return nil, &callError{msg: fmt.Sprintf("unknown host operation %d", op)}
 }

@@ -49,6 +49,42 @@ r.write(out.join(" "))`,
 	"http_bad_args":    "x = 1\nHostd::HTTP.request(url: 1)",
 	"http_unknown_key": "Hostd::HTTP.request(url: 'http://127.0.0.2/', proxy: 'x')",
 	"http_not_enabled": "begin\n  Hostd::HTTP.request(url: \"https://api.example.com/\")\nrescue Hostd::Error => e\n  r.write(\"nil \", e.message.sub(\"Hostd::HTTP.request: \", \"\"))\nend",
+	"shared_add_replace": `d = Hostd.shared
+a1 = d.add("new", "v1")
+a2 = d.add("new", "v2")
+r1 = d.replace("missing", 1)
+r2 = d.replace("have", 5, 60)
+r.write(a1, " ", a2, " exists ", r1, " not found ", r2)`,
+	"shared_add_nil": "x = 1\nHostd.shared.add(\"k\", nil)",
+	"shared_ttl_expire": `d = Hostd.shared
+d.set("k", "v", 30)
+t1 = d.ttl("k")
+t2 = d.ttl("forever")
+t3 = d.ttl("none")
+x1 = d.expire("forever", 100)
+x2 = d.expire("none", 1)
+d.expire("k", 0)
+r.write(t1.ceil, " ", t2, " ", t3.inspect, " not found ", x1, " ", d.ttl("forever").ceil, " ", x2, " not found ", d.ttl("k"))`,
+	"shared_expire_gone": `d = Hostd.shared
+d.set("k", "v")
+d.expire("k", 0.05)
+t0 = Hostd.time
+while Hostd.time < t0 + 0.1 do end
+r.write(d.get("k").inspect, " ", d.ttl("k").inspect)`,
+	"shared_get_keys": `d = Hostd.shared
+r.write(d.get_keys(0).join(","), " ", d.get_keys(2).join(","), " ", d.get_keys.size)`,
+	"shared_incr_init_ttl": `d = Hostd.shared
+a = d.incr("n", 5, 100, 60)
+b = d.incr("n", 1, 100, 1)
+r.write(a, " ", b, " ", d.ttl("n").ceil)`,
+	"shared_cas": `d = Hostd.shared
+ok1 = d.cas("v", "a", "ab")
+ok2 = d.cas("v", "a", "ac")
+ok3 = d.set_if("n", 1, 2)
+ok4 = d.cas("absent", nil, "now")
+ok5 = d.cas("absent", nil, "again")
+ok6 = d.cas("n", 2, nil)
+r.write(ok1, " ", ok2, " changed ", ok3, " ", ok4, " ", ok5, " ", ok6)`,
 }
 
 func init() {

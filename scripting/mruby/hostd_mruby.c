@@ -543,6 +543,15 @@ static mrb_value m_http_status(mrb_state *mrb, mrb_value self) { return mrb_iv_g
 static mrb_value m_http_headers(mrb_state *mrb, mrb_value self) { return mrb_iv_get(mrb, self, mrb_intern_lit(mrb, "@headers")); }
 static mrb_value m_http_body(mrb_state *mrb, mrb_value self) { return mrb_iv_get(mrb, self, mrb_intern_lit(mrb, "@body")); }
 
+#define HOSTD_METHODS_B(X)                          \
+	X(shared_add, HOSTD_OP_SHARED_ADD)          \
+	X(shared_replace, HOSTD_OP_SHARED_REPLACE)  \
+	X(shared_ttl, HOSTD_OP_SHARED_TTL)          \
+	X(shared_expire, HOSTD_OP_SHARED_EXPIRE)    \
+	X(shared_get_keys, HOSTD_OP_SHARED_GET_KEYS) \
+	X(shared_cas, HOSTD_OP_SHARED_CAS)
+HOSTD_METHODS_B(HOSTD_DEFINE_FN)
+
 static void
 setup_part_b(mrb_state *mrb, hostd_vm *vm)
 {
@@ -553,6 +562,15 @@ setup_part_b(mrb_state *mrb, hostd_vm *vm)
 	mrb_define_method(mrb, c, "status", m_http_status, MRB_ARGS_NONE());
 	mrb_define_method(mrb, c, "headers", m_http_headers, MRB_ARGS_NONE());
 	mrb_define_method(mrb, c, "body", m_http_body, MRB_ARGS_NONE());
+
+	c = vm->shared_class;
+	mrb_define_method(mrb, c, "add", m_shared_add, MRB_ARGS_ARG(2, 1));
+	mrb_define_method(mrb, c, "replace", m_shared_replace, MRB_ARGS_ARG(2, 1));
+	mrb_define_method(mrb, c, "ttl", m_shared_ttl, MRB_ARGS_REQ(1));
+	mrb_define_method(mrb, c, "expire", m_shared_expire, MRB_ARGS_REQ(2));
+	mrb_define_method(mrb, c, "get_keys", m_shared_get_keys, MRB_ARGS_OPT(1));
+	mrb_define_method(mrb, c, "cas", m_shared_cas, MRB_ARGS_ARG(3, 1));
+	mrb_define_method(mrb, c, "set_if", m_shared_cas, MRB_ARGS_ARG(3, 1));
 }
 
 // ---- VM setup ----

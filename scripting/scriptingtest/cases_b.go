@@ -59,5 +59,59 @@ r:write(tostring(res), " ", tostring(err:find("destination not allowed", 1, true
 		{Name: "http_not_enabled", Phase: access,
 			Lua:  `local res, err = hostd.http.request{url = "https://api.example.com/"}` + "\nr:write(tostring(res), \" \", err)",
 			Want: Want{Body: "nil outbound HTTP is not enabled for this site (vhost key outbound)"}},
+		// Shared dictionary operations.
+		{Name: "shared_add_replace", Phase: access, Shared: map[string]any{"have": "x"},
+			Lua: `local d = hostd.shared
+local a1, e1 = d:add("new", "v1")
+local a2, e2 = d:add("new", "v2")
+local r1, f1 = d:replace("missing", 1)
+local r2 = d:replace("have", 5, 60)
+r:write(tostring(a1), " ", tostring(a2), " ", e2, " ", tostring(r1), " ", f1, " ", tostring(r2))`,
+			Want: Want{Body: "true false exists false not found true", Shared: map[string]any{"new": "v1", "have": 5.0, "missing": nil}}},
+		{Name: "shared_add_nil", Phase: access,
+			Lua:  "local x = 1\nhostd.shared:add(\"k\", nil)",
+			Want: Want{Err: "value must not be nil", ErrLine: 2}},
+		{Name: "shared_ttl_expire", Phase: access, Shared: map[string]any{"forever": "x"},
+			Lua: `local d = hostd.shared
+d:set("k", "v", 30)
+local t1 = d:ttl("k")
+local t2 = d:ttl("forever")
+local t3, e3 = d:ttl("none")
+local x1 = d:expire("forever", 100)
+local x2, ex = d:expire("none", 1)
+d:expire("k", 0)
+r:write(math.ceil(t1), " ", t2, " ", tostring(t3), " ", e3, " ", tostring(x1), " ", math.ceil(d:ttl("forever")),
+  " ", tostring(x2), " ", ex, " ", d:ttl("k"))`,
+			Want: Want{Body: "30 0 nil not found true 100 false not found 0"}},
+		{Name: "shared_expire_gone", Phase: access,
+			Lua: `local d = hostd.shared
+d:set("k", "v")
+d:expire("k", 0.05)
+local t0 = hostd.time()
+while hostd.time() < t0 + 0.1 do end
+r:write(tostring(d:get("k")), " ", tostring(d:ttl("k")))`,
+			Want: Want{Body: "nil nil"}},
+		{Name: "shared_get_keys", Phase: access, Shared: map[string]any{"b": "1", "a": "2", "c": "3"},
+			Lua: `local d = hostd.shared
+local all = d:get_keys(0)
+local two = d:get_keys(2)
+r:write(table.concat(all, ","), " ", table.concat(two, ","), " ", #d:get_keys())`,
+			Want: Want{Body: "a,b,c a,b 3"}},
+		{Name: "shared_incr_init_ttl", Phase: access,
+			Lua: `local d = hostd.shared
+local a = d:incr("n", 5, 100, 60)
+local b = d:incr("n", 1, 100, 1)
+r:write(a, " ", b, " ", math.ceil(d:ttl("n")))`,
+			Want: Want{Body: "105 106 60", Shared: map[string]any{"n": 106.0}}},
+		{Name: "shared_cas", Phase: access, Shared: map[string]any{"v": "a", "n": 1.0},
+			Lua: `local d = hostd.shared
+local ok1 = d:cas("v", "a", "ab")
+local ok2, e2 = d:cas("v", "a", "ac")
+local ok3 = d:set_if("n", 1, 2)
+local ok4 = d:cas("absent", nil, "now")
+local ok5 = d:cas("absent", nil, "again")
+local ok6 = d:cas("n", 2, nil)
+r:write(tostring(ok1), " ", tostring(ok2), " ", e2, " ", tostring(ok3), " ", tostring(ok4), " ", tostring(ok5), " ", tostring(ok6))`,
+			Want: Want{Body: "true false changed true true false true", Shared: map[string]any{"v": "ab", "absent": "now", "n": nil}}},
 	}
 }
