@@ -1,10 +1,13 @@
 package outbound
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"strings"
+	"time"
 )
 
 // ErrRefused is the error of a request, redirect or connection whose
@@ -245,4 +248,31 @@ func specialRange(a netip.Addr) (netip.Prefix, bool) {
 		}
 	}
 	return netip.Prefix{}, false
+}
+
+// ResolveHosts returns the addresses of hosts (IP addresses as they are,
+// names resolved with a short timeout each; names that do not resolve are
+// left out), for Options.Protected.
+func ResolveHosts(hosts []string) []netip.Addr {
+	var out []netip.Addr
+	seen := map[string]bool{}
+	for _, h := range hosts {
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		if a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")); err == nil {
+			out = append(out, a.Unmap())
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", h)
+		cancel()
+		if err == nil {
+			for _, a := range addrs {
+				out = append(out, a.Unmap())
+			}
+		}
+	}
+	return out
 }
