@@ -85,6 +85,41 @@ ok4 = d.cas("absent", nil, "now")
 ok5 = d.cas("absent", nil, "again")
 ok6 = d.cas("n", 2, nil)
 r.write(ok1, " ", ok2, " changed ", ok3, " ", ok4, " ", ok5, " ", ok6)`,
+	"file_read": `r.write(File.read(r.headers_in["X-Data-File"]))`,
+	"file_exist": `df = r.headers_in["X-Data-File"]
+r.write(File.exist?(df), " ", File.exist?(df + ".none"), " ", File.exist?("/etc/passwd"))`,
+	"file_write_read_lines": `p = r.headers_in["X-Data-File"][0..-9] + "new.txt"
+File.open(p, "w") { |f| f.write("a\n", "b\n") }
+f = File.open(p, "a")
+f << "c\n"
+f.close
+out = []
+File.open(p) { |f| f.each_line { |l| out << l.chomp } }
+r.write(out.join(","))`,
+	"file_outside_roots": `begin
+  File.read("/etc/passwd")
+rescue Hostd::Error => e
+  r.write("nil ", e.message)
+end`,
+	"file_too_many_open": `fs = []
+err = nil
+17.times do
+  begin
+    fs << File.open(r.headers_in["X-Data-File"])
+  rescue Hostd::Error => e
+    err = e
+    break
+  end
+end
+r.write(fs.size, " ", err.message.include?("too many open files"))`,
+	"dir_children": `dir = r.headers_in["X-Data-File"][0..-10]
+File.write(dir + "/z.txt", "z")
+begin
+  Dir.children("/etc")
+rescue Hostd::Error => e
+  err = e.message
+end
+r.write(Dir.children(dir).join(","), "|", err.include?("outside") ? "" : err)`,
 }
 
 func init() {

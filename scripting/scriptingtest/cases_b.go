@@ -113,5 +113,36 @@ local ok5 = d:cas("absent", nil, "again")
 local ok6 = d:cas("n", 2, nil)
 r:write(tostring(ok1), " ", tostring(ok2), " ", e2, " ", tostring(ok3), " ", tostring(ok4), " ", tostring(ok5), " ", tostring(ok6))`,
 			Want: Want{Body: "true false changed true true false true", Shared: map[string]any{"v": "ab", "absent": "now", "n": nil}}},
+		// Files (Ruby's File and Dir; the same operations with Lua's io).
+		{Name: "file_read", Phase: content, DataFile: "line1\nline2\n",
+			Lua:  `local f = io.open(r.headers_in["X-Data-File"]) r:write(f:read("*a")) f:close()`,
+			Want: Want{Body: "line1\nline2\n"}},
+		{Name: "file_exist", Phase: content, DataFile: "x",
+			Lua: `local df = r.headers_in["X-Data-File"]
+r:write(tostring(io.open(df) ~= nil), " ", tostring(io.open(df .. ".none") ~= nil), " ", tostring(io.open("/etc/passwd") ~= nil))`,
+			Want: Want{Body: "true false false"}},
+		{Name: "file_write_read_lines", Phase: content, DataFile: "x",
+			Lua: `local p = r.headers_in["X-Data-File"]:gsub("data.txt$", "new.txt")
+local f = io.open(p, "w") f:write("a\n", "b\n") f:close()
+f = io.open(p, "a") f:write("c\n") f:close()
+local out = {}
+for l in io.lines(p) do out[#out + 1] = l end
+r:write(table.concat(out, ","))`,
+			Want: Want{Body: "a,b,c"}},
+		{Name: "file_outside_roots", Phase: content,
+			Lua:  `local f, err = io.open("/etc/passwd") r:write(tostring(f), " ", err)`,
+			Want: Want{Body: "nil /etc/passwd: path is outside the tenant's allowed directories"}},
+		{Name: "file_too_many_open", Phase: content, DataFile: "x",
+			Lua: `local fs, err = {}
+for i = 1, 17 do
+  local f, e = io.open(r.headers_in["X-Data-File"])
+  if not f then err = e break end
+  fs[i] = f
+end
+r:write(#fs, " ", tostring(err:find("too many open files", 1, true) ~= nil))`,
+			Want: Want{Body: "16 true"}},
+		{Name: "dir_children", Phase: content, DataFile: "x",
+			Lua:  "", // Lua's io has no directory listing
+			Want: Want{Body: "data.txt,z.txt|"}},
 	}
 }
