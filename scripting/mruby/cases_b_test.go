@@ -120,6 +120,32 @@ rescue Hostd::Error => e
   err = e.message
 end
 r.write(Dir.children(dir).join(","), "|", err.include?("outside") ? "" : err)`,
+	// The shared io cases, with hostd's File (files.go).
+	"io_read_file": `File.open(r.headers_in["X-Data-File"]) do |f|
+  first = f.gets.chomp
+  rest = f.read
+  r.write(first, "|", rest)
+end`,
+	"io_open_missing": `begin
+  File.open("/nonexistent/hostd-test", "r")
+rescue Hostd::Error => e
+  r.write("nil ", e.message.class.to_s.downcase)
+end`,
+	"io_outside_roots": `out = ["/etc/passwd", "/proc/self/maps", "/proc/self/task/1/comm", "../x"].map do |p|
+  begin
+    File.open(p, "r")
+    "opened " + p
+  rescue Hostd::Error => e
+    "nil " + e.message
+  end
+end
+begin
+  File.read("/etc/hostname")
+rescue Hostd::Error => e
+  out << "false " + e.message.include?("/etc/hostname: path is outside the tenant's allowed directories").to_s
+end
+r.write(out.join("\n"))`,
+
 }
 
 func init() {
