@@ -631,6 +631,7 @@ static const char hostd_prelude[] =
 	"  def read(length = nil) Hostd::Files.fread(__fd, length) end\n"
 	"  def gets() Hostd::Files.gets(__fd) end\n"
 	"  def each_line\n"
+	"    return to_enum(:each_line) unless block_given?\n"
 	"    while (l = gets)\n"
 	"      yield l\n"
 	"    end\n"
