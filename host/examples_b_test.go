@@ -202,7 +202,7 @@ func testRedirectMap(t *testing.T, c *http.Client, s *hosttest.Server) {
 		{"/blog/2024/hello-world.html?x=1", 301, "/articles/2024/hello-world?x=1"},
 		{"/old-shop/cart", 302, "https://shop.example.com/cart"},
 		{"/old-shop", 302, "https://shop.example.com"},
-		{"/blog/2024/Hello.html", 200, ""}, // no rule matches: the static handler's 404 would be...
+		{"/blog/2024/Hello.html", 404, ""}, // no rule matches: the static handler answers
 		{"/", 200, ""},
 	} {
 		r := do(t, c, "GET", "https://a.example"+tc.path, "", "", nil)

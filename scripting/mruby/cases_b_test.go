@@ -145,7 +145,6 @@ rescue Hostd::Error => e
   out << "false " + e.message.include?("/etc/hostname: path is outside the tenant's allowed directories").to_s
 end
 r.write(out.join("\n"))`,
-
 }
 
 func init() {
