@@ -3,12 +3,16 @@ package host_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hostd/hostd/host/hosttest"
 )
@@ -125,5 +129,79 @@ func TestSharedDictSurvivesReload(t *testing.T) {
 				t.Errorf("after the reload: %q, want \"3 1\"", got)
 			}
 		})
+	}
+}
+
+// TestOutboundWaitFreesCPUShare: hooks waiting for a slow remote API do
+// not hold the tenant's share of the CPU gate (tenant_cpu_share, on by
+// default): more such hooks than there are CPUs are waiting, and another
+// request of the same tenant still runs at once.
+func TestOutboundWaitFreesCPUShare(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("listen 127.0.0.2: %v", err)
+	}
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	slow := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-time.After(10 * time.Second):
+		}
+		w.Write([]byte("slow"))
+	}))
+	slow.Listener.Close()
+	slow.Listener = ln
+	slow.Start()
+	defer slow.Close()
+	defer free()
+	s := hosttest.Start(t, hosttest.Files{
+		"hostd.toml": hosttest.MainConfig + "tenant_cpu_share = 0.5\n",
+		"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../pub\"\nrun_as_server = true\noutbound = [\"127.0.0.2\"]\n" +
+			"[limits]\nscript_timeout = \"20s\"\n" +
+			"[[hooks]]\nphase = \"content\"\nfile = \"../hooks/h.lua\"\n",
+		"pub/index.html": "x\n",
+		"hooks/h.lua": `if r.path == "/slow" then
+  local res, err = hostd.http.request{url = "` + slow.URL + `/"}
+  r:write(res and res.body or err)
+else
+  r:write("quick")
+end`,
+	})
+	c := s.Client("a.example", true)
+	n := runtime.GOMAXPROCS(0) + 1
+	done := make(chan string, n)
+	for range n {
+		go func() {
+			req, _ := http.NewRequest("GET", "https://a.example/slow", nil)
+			resp, err := c.Do(req)
+			if err != nil {
+				done <- err.Error()
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			done <- string(b)
+		}()
+	}
+	time.Sleep(500 * time.Millisecond) // the slow hooks are waiting
+	start := time.Now()
+	if got := hosttest.Get(t, c, "https://a.example/quick").Body; got != "quick" {
+		t.Errorf("quick request: %q", got)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("a quick request waited %v behind %d hooks waiting for the network", d, n)
+	}
+	free()
+	for range n {
+		select {
+		case got := <-done:
+			if got != "slow" {
+				t.Errorf("slow request: %q", got)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("slow requests did not finish")
+		}
 	}
 }

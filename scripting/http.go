@@ -180,3 +180,30 @@ func HTTPDeadline(parent context.Context, runDeadline time.Time, timeout time.Du
 	}
 	return context.WithDeadline(parent, dl)
 }
+
+// Waiter is what a host may put in a run's context (WithWaiter) to learn
+// that the run is about to wait for something outside the VM, such as an
+// outbound request: Pause gives back what the run holds that other runs
+// could use meanwhile (host: the tenant's place in the CPU gate), and the
+// resume function it returns takes it again. Both are called from the
+// run's goroutine.
+type Waiter interface {
+	Pause() (resume func())
+}
+
+type waiterKey struct{}
+
+// WithWaiter returns ctx carrying w for the engines' PauseForIO.
+func WithWaiter(ctx context.Context, w Waiter) context.Context {
+	return context.WithValue(ctx, waiterKey{}, w)
+}
+
+// PauseForIO tells the host of the run whose context is ctx that the run
+// is about to wait for I/O; call the function it returns when the wait is
+// over. Without a Waiter in ctx it does nothing.
+func PauseForIO(ctx context.Context) (resume func()) {
+	if w, ok := ctx.Value(waiterKey{}).(Waiter); ok {
+		return w.Pause()
+	}
+	return func() {}
+}

@@ -45,7 +45,9 @@ func (v *vm) hHTTPRequest(L *glua.LState) int {
 	// A context of its own (the client's goroutines use it): the run's
 	// parent bounded by the run's deadline.
 	ctx, cancel := scripting.HTTPDeadline(v.rc.parent, v.rc.deadline, req.Timeout)
+	resume := scripting.PauseForIO(v.rc.parent) // the wait uses no CPU: the host may let others run
 	resp, err := c.Do(ctx, req)
+	resume()
 	cancel()
 	if err != nil {
 		if v.rc.Err() != nil {

@@ -36,7 +36,9 @@ func (rs *runState) httpRequest(a args) (any, error) {
 		return nil, &callError{msg: what + ": " + scripting.ErrNoOutbound.Error()}
 	}
 	ctx, cancel := scripting.HTTPDeadline(rs.ctx, rs.deadline, req.Timeout)
+	resume := scripting.PauseForIO(rs.ctx) // the wait uses no CPU: the host may let others run
 	resp, err := c.Do(ctx, req)
+	resume()
 	cancel()
 	if !time.Now().Before(rs.deadline) || rs.ctx.Err() != nil {
 		return nil, runTimeout{}
