@@ -73,8 +73,9 @@ func Run(ctx context.Context, o Options) (*Response, error) {
 		return nil, err
 	}
 	var vc *tenant.VHost
+	var owner uint32
 	if o.VHostFile != "" {
-		if vc, err = loadVHost(o.VHostFile); err != nil {
+		if vc, owner, err = loadVHost(o.VHostFile); err != nil {
 			return nil, err
 		}
 	}
@@ -102,7 +103,9 @@ func Run(ctx context.Context, o Options) (*Response, error) {
 		cfg.Limits = scripting.Limits{Timeout: vc.Limits.ScriptTimeout.Std(), MaxMemory: int64(vc.Limits.ScriptMemory)}
 		maxBody = int64(vc.Limits.MaxBody)
 		if len(vc.Outbound) > 0 {
-			c, err := outbound.New(outbound.Options{Allow: vc.Outbound, Protected: outbound.ResolveHosts(vc.Sessions.StoreHosts())})
+			// A tenant's own vhost file cannot open the way to the stores.
+			c, err := outbound.New(outbound.Options{Allow: vc.Outbound, Protected: outbound.ResolveHosts(vc.Sessions.StoreHosts()),
+				StoresClosed: owner != 0})
 			if err != nil {
 				return nil, err
 			}
@@ -168,18 +171,22 @@ func newEngine(file string, cfg scripting.Config) (scripting.Engine, error) {
 // configuration of its own. When the process is root, the file must be
 // owned by root or by the tenant it names: its user is the identity the
 // hook then runs as.
-func loadVHost(path string) (*tenant.VHost, error) {
+func loadVHost(path string) (*tenant.VHost, uint32, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	fi, err := os.Stat(abs)
 	if err != nil {
-		return nil, fmt.Errorf("vhost file: %w", err)
+		return nil, 0, fmt.Errorf("vhost file: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil, 0, fmt.Errorf("vhost file %s: no owner", abs)
 	}
 	dir, err := os.MkdirTemp("", "hostd-hook-run-")
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer os.RemoveAll(dir)
 	// vhost_files_trusted = false: the file may be the tenant's own (the
@@ -187,23 +194,20 @@ func loadVHost(path string) (*tenant.VHost, error) {
 	main := "[server]\nlisten_https = \"127.0.0.1:0\"\nvhost_files_trusted = false\nvhosts = " + strconv.Quote(abs) + "\nstate_dir = " + strconv.Quote(filepath.Join(dir, "state")) + "\naccess_log = \"\"\n"
 	mainFile := filepath.Join(dir, "hostd.toml")
 	if err := os.WriteFile(mainFile, []byte(main), 0o600); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	cfg, err := tenant.Load(mainFile)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if len(cfg.VHosts) != 1 {
-		return nil, fmt.Errorf("%s: not one vhost", abs)
+		return nil, 0, fmt.Errorf("%s: not one vhost", abs)
 	}
 	vc := cfg.VHosts[0]
-	if os.Geteuid() == 0 {
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok || st.Uid != 0 && st.Uid != vc.UID {
-			return nil, fmt.Errorf("%s: %w", abs, ErrUntrustedVHost)
-		}
+	if os.Geteuid() == 0 && st.Uid != 0 && st.Uid != vc.UID {
+		return nil, 0, fmt.Errorf("%s: %w", abs, ErrUntrustedVHost)
 	}
-	return vc, nil
+	return vc, st.Uid, nil
 }
 
 // ErrUntrustedVHost is the error of a vhost file that root may not take an

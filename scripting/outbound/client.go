@@ -33,8 +33,12 @@ type Options struct {
 	// Allow are the vhost's outbound entries (see CheckEntry).
 	Allow []string
 	// Protected are the addresses of hostd's own stores (session Redis
-	// and memcached servers).
+	// and memcached servers): reachable only through an address entry
+	// naming exactly that address.
 	Protected []netip.Addr
+	// StoresClosed refuses the Protected addresses whatever the entries
+	// say: for allowlists the tenant writes (untrusted vhost files).
+	StoresClosed bool
 	// MaxBody bounds a response body (default DefaultMaxBody).
 	MaxBody int64
 	// MaxRedirects bounds the redirects followed (default
@@ -73,6 +77,7 @@ func New(opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	pol.storesClosed = opts.StoresClosed
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
 	}

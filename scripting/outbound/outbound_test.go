@@ -205,13 +205,15 @@ func TestClient(t *testing.T) {
 func TestProtectedStore(t *testing.T) {
 	addr, conns := scriptingtest.FakeRedis(t, "127.0.0.3:0")
 	for _, tc := range []struct {
-		allow []string
-		ok    bool
+		allow  []string
+		closed bool
+		ok     bool
 	}{
-		{[]string{"127.0.0.0/8"}, false},
-		{[]string{"127.0.0.3"}, true},
+		{[]string{"127.0.0.0/8"}, false, false},
+		{[]string{"127.0.0.3"}, false, true},
+		{[]string{"127.0.0.3"}, true, false}, // the tenant wrote the list: never the stores
 	} {
-		c, err := outbound.New(outbound.Options{Allow: tc.allow, Protected: []netip.Addr{netip.MustParseAddr("127.0.0.3")}})
+		c, err := outbound.New(outbound.Options{Allow: tc.allow, Protected: []netip.Addr{netip.MustParseAddr("127.0.0.3")}, StoresClosed: tc.closed})
 		if err != nil {
 			t.Fatal(err)
 		}

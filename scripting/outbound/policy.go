@@ -21,8 +21,10 @@ type Policy struct {
 	names    []string // lower case, no trailing dot; "*.x" matches below x
 	prefixes []netip.Prefix
 	// protected are the addresses of hostd's own stores: reachable only
-	// through an address entry of exactly that address.
-	protected map[netip.Addr]bool
+	// through an address entry of exactly that address, or never when
+	// storesClosed.
+	protected    map[netip.Addr]bool
+	storesClosed bool
 }
 
 // CheckEntry reports whether s is a valid allowlist entry: a host name
@@ -156,6 +158,9 @@ func (p *Policy) AllowAddr(a netip.Addr) bool {
 	}
 	a = a.WithZone("").Unmap()
 	if p.protected[a] {
+		if p.storesClosed {
+			return false
+		}
 		for _, pre := range p.prefixes {
 			if pre.IsSingleIP() && pre.Addr() == a {
 				return true
