@@ -16,12 +16,11 @@ import (
 	"github.com/hostd/hostd/host/hookrun"
 )
 
-const hookUsage = `usage:
-  hostd hook run FILE [--method M] [--path P] [--host H] [--header K:V]... [--body TEXT|@FILE|@-]
+const hookUsage = `usage: hostd hook run FILE [--method M] [--path P] [--host H] [--header K:V]... [--body TEXT|@FILE|@-]
                       [--phase PHASE] [--vhost-config F]
-      run the hook FILE once against a synthetic request and print the response
-  hostd hook check FILE...
-      compile hooks without running them; FILE:LINE for each error, exit 1 if any
+           run the hook FILE once against a synthetic request and print the response
+       hostd hook check FILE...
+           compile hooks without running them; FILE:LINE for each error, exit 1 if any
 `
 
 func cmdHook(args []string, stdout, stderr io.Writer) int {
