@@ -79,6 +79,16 @@ test: deps $(BUILD_DEPS) vet
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
+# make fuzz: each engine's fuzz target for FUZZTIME, niced (FUZZ_TARGETS;
+# crashers land in the package's testdata/fuzz and `make test` reruns them).
+FUZZTIME ?= 5m
+FUZZ_TARGETS += fuzz-lua
+.PHONY: fuzz $(FUZZ_TARGETS)
+fuzz: $(FUZZ_TARGETS)
+
+fuzz-lua:
+	nice -n 19 $(GO) test -run '^$$' -fuzz '^FuzzLuaHook$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./scripting/lua/
+
 # services the demo uses: Redis for sessions (and memcached, for trying
 # store = "memcached"), on loopback, started once. The demo's Redis
 # (port 6380) requires a password that make generates into

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/hostd/hostd/host/hosttest"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 func freePort(t *testing.T) int {
@@ -98,11 +99,11 @@ func waitListening(t *testing.T, addr string) {
 func TestACMEPebble(t *testing.T) {
 	pebble, err := exec.LookPath("pebble")
 	if err != nil {
-		t.Skip("pebble not installed (apt-get install -y pebble)")
+		sandboxtest.Skipf(t, "pebble not installed (apt-get install -y pebble)")
 	}
 	challtest, err := exec.LookPath("pebble-challtestsrv")
 	if err != nil {
-		t.Skip("pebble-challtestsrv not installed (apt-get install -y pebble)")
+		sandboxtest.Skipf(t, "pebble-challtestsrv not installed (apt-get install -y pebble)")
 	}
 	dir := t.TempDir()
 	httpsPort, httpPort := freePort(t), freePort(t)

@@ -311,6 +311,9 @@ type VHostStatus struct {
 	Redirects    uint64            `json:"https_redirects"`         // 308 to HTTPS on the plain listener
 	Rejected     uint64            `json:"max_concurrent_rejected"` // 503: max_concurrent reached
 	SessionErrs  uint64            `json:"session_store_errors"`
+	// SharedDict is the use of the vhost's shared dictionary (hostd.shared);
+	// nil without hooks.
+	SharedDict *SharedDictStatus `json:"shared_dict,omitempty"`
 	// ConfigErrors are set when the vhost serves its previous version
 	// because its new files have errors.
 	ConfigErrors []string `json:"config_errors,omitempty"`
@@ -318,6 +321,13 @@ type VHostStatus struct {
 	// PHP is the state of the vhost's php-fpm pool; nil without [php]
 	// (php.go).
 	PHP *PHPStatus `json:"php,omitempty"`
+}
+
+// SharedDictStatus is the use of a vhost's shared dictionary.
+type SharedDictStatus struct {
+	Keys     int   `json:"keys"`
+	Bytes    int64 `json:"bytes"`     // keys and values counted against the budget
+	MaxBytes int64 `json:"max_bytes"` // [limits] shared_dict_size
 }
 
 // Status returns the server's counters now. It is safe for concurrent use.
@@ -358,6 +368,10 @@ func (s *Server) Status() Status {
 		sb := v.sb.Stats()
 		vs.Workers, vs.Busy, vs.Threads = sb.Workers, sb.Busy, sb.Started
 		vs.PHP = v.phpStatus()
+		if v.shared != nil {
+			k, b, mb := v.shared.Usage()
+			vs.SharedDict = &SharedDictStatus{Keys: k, Bytes: b, MaxBytes: mb}
+		}
 		st.VHosts[v.cfg.ServerName] = vs
 	}
 	return st

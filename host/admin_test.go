@@ -24,6 +24,7 @@ import (
 
 	"github.com/hostd/hostd/host"
 	"github.com/hostd/hostd/host/hosttest"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 func TestAdminSocketMode(t *testing.T) {
@@ -291,7 +292,7 @@ func TestMetricsAndStatusPage(t *testing.T) {
 func promtoolCheck(t *testing.T, addr adminTarget) {
 	t.Helper()
 	if _, err := exec.LookPath("promtool"); err != nil {
-		t.Skip("promtool not installed (make deps installs the prometheus package)")
+		sandboxtest.Skipf(t, "promtool not installed (make deps installs the prometheus package)")
 	}
 	resp, err := addr.get("/metrics")
 	if err != nil {

@@ -84,7 +84,7 @@ func (v *vhost) finish(hr *hookRequest, status int) {
 }
 
 // hookFailed logs a failed hook run with the script's location and
-// answers 500 (503 for a hook stopped by its time limit, a session store
+// answers 500 (503 for a hook stopped by its time or memory limit, a session store
 // that is down, or a hook that never compiled; 413 for a body over the
 // limit) when nothing was sent yet. The client never sees the
 // error text.
@@ -93,6 +93,8 @@ func (v *vhost) hookFailed(hr *hookRequest, hk *hook, err error) {
 	switch {
 	case errors.Is(err, scripting.ErrTimeout):
 		status, msg = http.StatusServiceUnavailable, "a hook script exceeded its time limit"
+	case errors.Is(err, scripting.ErrMemory):
+		status, msg = http.StatusServiceUnavailable, "a hook script exceeded its memory limit"
 	case errors.Is(err, scripting.ErrBodyTooLarge):
 		status, msg = http.StatusRequestEntityTooLarge, "the request body is too large"
 	case errors.Is(err, scripting.ErrSessionUnavailable):

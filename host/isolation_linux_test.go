@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hostd/hostd/host/hosttest"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 // Test tenants: numeric ids with no passwd entries.
@@ -26,9 +27,7 @@ const (
 
 func requireRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (CI runs as root)")
-	}
+	sandboxtest.RequireRoot(t)
 }
 
 // isolationSite builds two tenants in mode: alice and bob, each owning a

@@ -211,11 +211,13 @@ type metricsCollector struct {
 	latency, handshakes, generation, reloads, reloadsPartial                    *prometheus.Desc
 	unknownHost, misdirected, refusedPerIP                                      *prometheus.Desc
 	outRequests, outRefused, outErrors, outBytes                                *prometheus.Desc // outbound.go
+	// sharedDictBytes is the use of each vhost's shared dictionary.
+	sharedDictBytes *prometheus.Desc
 }
 
 func newMetricsCollector(s *Server) *metricsCollector {
 	v := []string{"vhost"}
-	return &metricsCollector{
+	c := &metricsCollector{
 		s:              s,
 		requests:       prometheus.NewDesc("hostd_requests_total", "Requests served, by vhost and exact status code (code_class: 2xx, 3xx ...).", []string{"vhost", "code", "code_class"}, nil),
 		bytes:          prometheus.NewDesc("hostd_response_bytes_total", "Response body bytes sent.", v, nil),
@@ -242,13 +244,15 @@ func newMetricsCollector(s *Server) *metricsCollector {
 		misdirected:    prometheus.NewDesc("hostd_misdirected_requests_total", "Requests answered 421 because their Host header names another vhost than the TLS server name.", nil, nil),
 		refusedPerIP:   prometheus.NewDesc("hostd_connections_refused_per_ip_total", "Connections closed at accept because their client IP had max_conns_per_ip open.", nil, nil),
 	}
+	c.sharedDictBytes = prometheus.NewDesc("hostd_shared_dict_bytes", "Bytes (keys and values) the vhost's shared dictionary counts against shared_dict_size.", v, nil)
+	return c
 }
 
 func (c *metricsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.requests, c.bytes, c.active, c.workers, c.busy, c.hookErrors,
 		c.hookTimeouts, c.cgiSpawns, c.redirects, c.overload, c.sessionErrors, c.configStale, c.latency,
 		c.handshakes, c.generation, c.reloads, c.reloadsPartial, c.unknownHost, c.misdirected, c.refusedPerIP,
-		c.outRequests, c.outRefused, c.outErrors, c.outBytes} {
+		c.outRequests, c.outRefused, c.outErrors, c.outBytes, c.sharedDictBytes} {
 		ch <- d
 	}
 }
@@ -292,6 +296,10 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 			stale = 1
 		}
 		gauge(c.configStale, stale, name)
+		if v.shared != nil {
+			_, b, _ := v.shared.Usage()
+			gauge(c.sharedDictBytes, float64(b), name)
+		}
 		buckets := make(map[float64]uint64, len(latencyBuckets))
 		var cum uint64
 		for i, ub := range latencyBuckets {

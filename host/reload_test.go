@@ -16,6 +16,7 @@ import (
 
 	"github.com/hostd/hostd/host"
 	"github.com/hostd/hostd/host/hosttest"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 func admin(s *hosttest.Server) host.AdminClient {
@@ -237,9 +238,7 @@ func TestReloadUnderLoad(t *testing.T) {
 // tenant keeps its worker threads across a reload and that a removed
 // tenant's workers exit.
 func TestReloadKeepsWarmWorkers(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (CI runs as root)")
-	}
+	sandboxtest.RequireRoot(t)
 	s := hosttest.Start(t, hosttest.Files{
 		"vhosts.d/alice.toml": "server_name = \"alice.example\"\nroot = \"../alice\"\nuser = \"31001\"\nsandbox = \"thread\"\n",
 		"vhosts.d/bob.toml":   "server_name = \"bob.example\"\nroot = \"../bob\"\nuser = \"31002\"\nsandbox = \"thread\"\n",

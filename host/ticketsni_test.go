@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hostd/hostd/host/hosttest"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 // sharedCache is a client session cache that offers whatever session it
@@ -79,7 +80,7 @@ func TestTicketBoundToVHost(t *testing.T) {
 // -sess_out / -sess_in, as the review did it.
 func TestTicketBoundToVHostOpenSSL(t *testing.T) {
 	if _, err := exec.LookPath("openssl"); err != nil {
-		t.Skip("openssl not installed")
+		sandboxtest.Skipf(t, "openssl not installed")
 	}
 	s := ticketSite(t)
 	sess := filepath.Join(t.TempDir(), "alice.sess")

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hostd/hostd/host/hosttest"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 // tlsFiles are two vhosts: one on the server's (intermediate) profile with
@@ -76,7 +77,7 @@ func TestTestSSL(t *testing.T) {
 	bin, err := exec.LookPath("testssl")
 	if err != nil {
 		if bin, err = exec.LookPath("testssl.sh"); err != nil {
-			t.Skip("testssl.sh not installed (make deps installs it)")
+			sandboxtest.Skipf(t, "testssl.sh not installed (make deps installs it)")
 		}
 	}
 	if testing.Short() {

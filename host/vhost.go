@@ -165,6 +165,7 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 	if len(vc.Hooks) > 0 {
 		st := s.states.get(vc.ServerName)
 		v.shared, v.scripts = st.shared, st.scripts
+		v.shared.SetMaxBytes(int64(vc.Limits.SharedDictSize))
 		if v.sessions, err = newSessions(s, vc); err != nil {
 			return nil, err
 		}
@@ -189,6 +190,7 @@ func (v *vhost) engine(ext string) (scripting.Engine, error) {
 		Limits: scripting.Limits{
 			Timeout:   v.cfg.Limits.ScriptTimeout.Std(),
 			MaxMemory: int64(v.cfg.Limits.ScriptMemory),
+			MaxScript: int(v.cfg.Limits.MaxScriptSize),
 		},
 		Shared:  v.shared,
 		Scripts: v.scripts,

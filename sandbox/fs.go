@@ -18,7 +18,11 @@ import (
 //     with RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS: neither "..", nor an
 //     absolute or escaping symbolic link, nor a /proc magic link
 //     (/proc/self/fd/N, /proc/thread-self/...) can leave the root.
-//     Symbolic links that stay inside the root are followed. Unlink,
+//     Symbolic links that stay inside the root are followed; mount points
+//     below a root are not crossed (RESOLVE_NO_XDEV: a FUSE mount a tenant
+//     made cannot hang the gate; give mounted content a root of its own).
+//     A root's own path is opened as the operator configured it, following
+//     only symbolic links root or the server owns. Unlink,
 //     rename and mkdir open the parent directory that way and act on a
 //     single name inside it.
 //   - A relative name is resolved under the first root; an absolute path
@@ -98,6 +102,10 @@ var (
 	// ErrFSClosed is returned by operations after the gate, or its
 	// tenant's personality (ModeUring), was closed.
 	ErrFSClosed error = &gateError{"the tenant's file gate is closed"}
+	// ErrUntrustedLink is returned when a root's path leads through a
+	// symbolic link that neither root nor the server owns (a tenant's
+	// link could point the root anywhere).
+	ErrUntrustedLink error = &gateError{"a root's path leads through a symbolic link the server does not trust"}
 )
 
 // Roots returns the gate's root directories, the first one being where

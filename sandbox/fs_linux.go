@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
@@ -69,17 +70,116 @@ func newFS(roots []string, b backend, dirs *Dirs) (*FS, error) {
 	return f, nil
 }
 
-// openRoot opens the directory p as a root.
+// openRoot opens the directory p as a root (see openTrustedDir).
 func openRoot(p string) (*fsRoot, error) {
-	fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, real, err := openTrustedDir(p)
 	if err != nil {
 		return nil, err
 	}
 	r := &fsRoot{path: p, fd: fd, refs: 1}
-	if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
+	if real != p {
 		r.real = real
 	}
 	return r, nil
+}
+
+// maxRootLinks bounds the symbolic links openTrustedDir follows (the
+// kernel's own limit for one path).
+const maxRootLinks = 40
+
+// openTrustedDir opens the absolute directory p with O_PATH, one component
+// at a time from "/" with O_NOFOLLOW, and returns the descriptor and the
+// path it resolved to. A symbolic link on the way is followed only when
+// root or the server's effective uid owns it: a root usually lies in a
+// directory its tenant owns (a home), and the tenant could otherwise swap
+// the root for a link to "/" before a start or reload - the gate of a
+// ModeNone or ModeSuexec vhost runs as root, so it would serve the whole
+// file system. Such a link fails with an error wrapping ErrUntrustedLink.
+func openTrustedDir(p string) (fd int, real string, err error) {
+	if !filepath.IsAbs(p) {
+		return -1, "", fmt.Errorf("%s: not an absolute path", p)
+	}
+	server := uint32(os.Geteuid())
+	links := 0
+	rest := strings.Split(strings.TrimPrefix(filepath.Clean(p), "/"), "/")
+restart:
+	fd, err = sys.Openat(unix.AT_FDCWD, "/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, "", err
+	}
+	cur := "/"
+	for i := 0; i < len(rest); i++ {
+		name := rest[i]
+		if name == "" || name == "." {
+			continue
+		}
+		if name == ".." { // only after a link's target: restart lexically
+			sys.Close(fd)
+			rest = append(splitPath(filepath.Dir(cur)), rest[i+1:]...)
+			goto restart
+		}
+		nfd, err := sys.Openat(fd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			sys.Close(fd)
+			return -1, "", err
+		}
+		var st syscall.Stat_t
+		if err := sys.Fstat(nfd, &st); err != nil {
+			sys.Close(nfd)
+			sys.Close(fd)
+			return -1, "", err
+		}
+		next := path.Join(cur, name)
+		switch st.Mode & syscall.S_IFMT {
+		case syscall.S_IFDIR:
+			sys.Close(fd)
+			fd, cur = nfd, next
+			continue
+		case syscall.S_IFLNK:
+		default:
+			sys.Close(nfd)
+			sys.Close(fd)
+			return -1, "", fmt.Errorf("%s: %w", next, unix.ENOTDIR)
+		}
+		target, err := readLinkFD(nfd)
+		sys.Close(nfd)
+		sys.Close(fd)
+		if err != nil {
+			return -1, "", fmt.Errorf("%s: %w", next, err)
+		}
+		if st.Uid != 0 && st.Uid != server {
+			return -1, "", fmt.Errorf("%s -> %s: %w (owned by uid %d; make the root a directory, or a link root owns)", next, target, ErrUntrustedLink, st.Uid)
+		}
+		if links++; links > maxRootLinks {
+			return -1, "", fmt.Errorf("%s: %w", p, unix.ELOOP)
+		}
+		if !filepath.IsAbs(target) {
+			target = path.Join(cur, target)
+		}
+		rest = append(splitPath(target), rest[i+1:]...)
+		goto restart
+	}
+	return fd, cur, nil
+}
+
+// splitPath splits a cleaned absolute path into its names.
+func splitPath(p string) []string {
+	p = strings.TrimPrefix(path.Clean(p), "/")
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}
+
+// readLinkFD reads the target of the symbolic link open as the O_PATH
+// descriptor fd (readlinkat with an empty name).
+func readLinkFD(fd int) (string, error) {
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(fd, "", buf)
+	if err != nil {
+		return "", os.NewSyscallError("readlinkat", err)
+	}
+	return string(buf[:n]), nil
 }
 
 // NewDirectFS returns a gate over roots whose operations run on the

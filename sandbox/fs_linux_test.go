@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hostd/hostd/sandbox"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 // gateTree makes root/ and extra/ with files, symbolic links in and out,
@@ -222,7 +223,7 @@ func TestGateDevice(t *testing.T) {
 	requireRoot(t)
 	base := gateTree(t)
 	if err := unix.Mknod(filepath.Join(base, "root/null"), unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
-		t.Skipf("mknod: %v", err)
+		sandboxtest.Skipf(t, "mknod: %v", err)
 	}
 	g, err := sandbox.NewDirectFS(filepath.Join(base, "root"))
 	if err != nil {
@@ -241,7 +242,7 @@ func newRings(t testing.TB, n int) *sandbox.Rings {
 	t.Helper()
 	r, err := sandbox.NewRings(n)
 	if err != nil {
-		t.Skipf("io_uring unavailable: %v", err)
+		sandboxtest.Skipf(t, "io_uring unavailable: %v", err)
 	}
 	t.Cleanup(r.Close)
 	return r
@@ -475,5 +476,110 @@ func TestGateCloseWhileInUse(t *testing.T) {
 	wg.Wait()
 	if _, err := view.Open("f.txt"); !errors.Is(err, sandbox.ErrFSClosed) {
 		t.Errorf("after Close: %v, want ErrFSClosed", err)
+	}
+}
+
+// TestRootThroughTenantLink: a tenant owns the directory holding its
+// document root and swaps the root for a link to "/" (or to another
+// tenant's files) before a start or reload. A gate of the server (mode
+// none/suexec) must not follow it; links root owns still work.
+func TestRootThroughTenantLink(t *testing.T) {
+	requireRoot(t)
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	site := filepath.Join(base, "site")
+	for _, d := range []string{home, site, filepath.Join(site, "www")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(site, "www", "index.html"), []byte("site"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(home, 31001, 31001); err != nil {
+		t.Fatal(err)
+	}
+	link := func(name, target string, uid int) string {
+		p := filepath.Join(home, name)
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Lchown(p, uid, uid); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		root string
+		want error // nil: the gate opens and serves index.html
+	}{
+		{link("www", "/", 31001), sandbox.ErrUntrustedLink},
+		{link("etc", "/etc", 31001) + "/ssl", sandbox.ErrUntrustedLink},
+		{link("up", "../site/www", 31001), sandbox.ErrUntrustedLink},
+		{link("ok", site+"/www", 0), nil},
+		{link("okrel", "../site/www", 0), nil},
+		{link("okdir", "../site", 0) + "/www", nil},
+		{link("chain", "okrel", 0), nil},
+		{link("chainbad", "www", 0), sandbox.ErrUntrustedLink},
+		{link("loop", "loop", 0), unix.ELOOP},
+		{filepath.Join(site, "www", "index.html"), unix.ENOTDIR},
+	}
+	for _, tc := range tests {
+		g, err := sandbox.NewDirectFS(tc.root)
+		if tc.want != nil {
+			if !errors.Is(err, tc.want) {
+				t.Errorf("root %s: %v, want %v", tc.root, err, tc.want)
+			}
+			if err == nil {
+				g.Close()
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("root %s: %v", tc.root, err)
+			continue
+		}
+		f, err := g.Open("index.html")
+		if err != nil {
+			t.Errorf("root %s: open index.html: %v", tc.root, err)
+		} else if got := readAll(f); got != "site" {
+			t.Errorf("root %s: index.html = %q", tc.root, got)
+		}
+		g.Close()
+	}
+}
+
+// TestGateDoesNotCrossMounts: a mount below a root (a tenant's FUSE mount
+// could hang every lookup through it) is not entered; the root's own files
+// still open.
+func TestGateDoesNotCrossMounts(t *testing.T) {
+	requireRoot(t)
+	base := gateTree(t)
+	root := filepath.Join(base, "root")
+	mnt := filepath.Join(root, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(filepath.Join(base, "extra"), mnt, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("bind mount: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(mnt, unix.MNT_DETACH) })
+	g, err := sandbox.NewDirectFS(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if f, err := g.Open("mnt/e.txt"); !errors.Is(err, sandbox.ErrEscapes) {
+		if err == nil {
+			f.Close()
+		}
+		t.Errorf("open through a mount point: %v, want ErrEscapes", err)
+	}
+	f, err := g.Open("f.txt")
+	if err != nil {
+		t.Fatalf("open f.txt: %v", err)
+	}
+	if got := readAll(f); got != "f" {
+		t.Errorf("f.txt = %q", got)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hostd/hostd/sandbox"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 // The test binary re-executes itself as a helper process selected by this
@@ -322,7 +323,7 @@ func nocgoHelper(t *testing.T) string {
 	t.Helper()
 	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if _, err := os.Stat(gobin); err != nil {
-		t.Skipf("no go command to build a non-cgo helper: %v", err)
+		sandboxtest.Skipf(t, "no go command to build a non-cgo helper: %v", err)
 	}
 	exe := filepath.Join(openTempDir(t), "nocgo.test")
 	build := exec.Command(gobin, "test", "-c", "-o", exe, ".")

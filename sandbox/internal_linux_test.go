@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hostd/hostd/sandbox/internal/sys"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 func TestMissingCaps(t *testing.T) {
@@ -51,9 +52,7 @@ func TestMissingCaps(t *testing.T) {
 // TestSwitchFailureIsReported: a thread that cannot switch (the
 // thread lacks CAP_SETGID) reports an error and fn never runs as the server.
 func TestSwitchFailureIsReported(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	sandboxtest.RequireRoot(t)
 	errc := make(chan error)
 	go func() {
 		runtime.LockOSThread() // never unlocked: this thread's caps change

@@ -233,8 +233,11 @@ func (pers *personality) close() error {
 	return pers.unregister(len(pers.ids))
 }
 
-// beneath is how every gate lookup resolves.
-const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS
+// beneath is how every gate lookup resolves. RESOLVE_NO_XDEV keeps it off
+// mount points below the root: a tenant able to mount (FUSE through
+// fusermount) could otherwise make a lookup block for good - in ModeUring
+// holding a ring the other tenants share.
+const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV
 
 // setPath copies path into scratch slot i as a C string.
 func setPath(s *uring.Scratch, i int, path string) (uint64, error) {

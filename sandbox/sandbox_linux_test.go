@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hostd/hostd/sandbox"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 // identity is a test tenant; the uids have no passwd entry on purpose.
@@ -39,9 +40,7 @@ func isRoot() bool { return os.Geteuid() == 0 }
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (switches thread credentials)")
-	}
+	sandboxtest.RequireRoot(t)
 }
 
 // openTempDir returns a t.TempDir that every uid can traverse.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hostd/hostd/sandbox"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 func TestParseMode(t *testing.T) {
@@ -133,7 +134,7 @@ func countThreads(t *testing.T) int {
 	t.Helper()
 	ents, err := os.ReadDir("/proc/self/task")
 	if err != nil {
-		t.Skipf("no /proc: %v", err)
+		sandboxtest.Skipf(t, "no /proc: %v", err)
 	}
 	return len(ents)
 }

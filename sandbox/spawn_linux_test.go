@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 // Test identities: numeric uids with no passwd entry.
@@ -27,9 +29,7 @@ const (
 
 func requireRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (CI runs as root)")
-	}
+	sandboxtest.RequireRoot(t)
 }
 
 func newTestSpawner(t testing.TB) *Spawner {

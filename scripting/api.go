@@ -158,6 +158,9 @@ type Limits struct {
 	// proportional to it (JSON, hashing, pattern matching), in bytes
 	// (default 1 MiB).
 	MaxInput int
+	// MaxScript is the largest hook or module file, in bytes (default
+	// 1 MiB, at most MaxScriptSize); the parser also bounds its nesting.
+	MaxScript int
 }
 
 // Config is what an engine needs to serve one tenant. The zero value works

@@ -11,6 +11,7 @@ const (
 	DefaultMaxInput  = 1 << 20
 	DefaultMaxMemory = 64 << 20
 	DefaultMaxVMs    = 8
+	DefaultMaxScript = 1 << 20
 )
 
 // WithDefaults returns c with every zero field set to its default: the
@@ -25,6 +26,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Limits.MaxMemory <= 0 {
 		c.Limits.MaxMemory = DefaultMaxMemory
+	}
+	if c.Limits.MaxScript <= 0 {
+		c.Limits.MaxScript = DefaultMaxScript
 	}
 	if c.MaxVMs <= 0 {
 		c.MaxVMs = DefaultMaxVMs

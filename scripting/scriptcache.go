@@ -11,12 +11,23 @@ import (
 	"time"
 )
 
-// MaxScriptSize bounds a hook or module file.
-const MaxScriptSize = 4 << 20
+// MaxScriptSize is the largest Limits.MaxScript may be.
+const MaxScriptSize = 16 << 20
 
-// ReadScript reads a hook file of at most MaxScriptSize bytes through the
-// tenant's file gate; errors are *ScriptError.
+// ReadScript reads a hook file of at most DefaultMaxScript bytes through
+// the tenant's file gate; errors are *ScriptError.
 func ReadScript(fsys FS, path string) ([]byte, error) {
+	return ReadScriptLimit(fsys, path, DefaultMaxScript)
+}
+
+// ReadScriptLimit reads a hook or module file of at most max bytes
+// (Limits.MaxScript; DefaultMaxScript when max <= 0, at most
+// MaxScriptSize) through the tenant's file gate; errors are *ScriptError.
+func ReadScriptLimit(fsys FS, path string, max int) ([]byte, error) {
+	if max <= 0 {
+		max = DefaultMaxScript
+	}
+	max = min(max, MaxScriptSize)
 	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, &ScriptError{File: path, Msg: "cannot open hook", Err: err}
@@ -25,12 +36,12 @@ func ReadScript(fsys FS, path string) ([]byte, error) {
 	if err := CheckHookFile(f); err != nil {
 		return nil, &ScriptError{File: path, Msg: "cannot open hook", Err: err}
 	}
-	src, err := io.ReadAll(io.LimitReader(f, MaxScriptSize+1))
+	src, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
 	if err != nil {
 		return nil, &ScriptError{File: path, Msg: "cannot read hook", Err: err}
 	}
-	if len(src) > MaxScriptSize {
-		return nil, &ScriptError{File: path, Msg: fmt.Sprintf("hook is larger than %d bytes", MaxScriptSize)}
+	if len(src) > max {
+		return nil, &ScriptError{File: path, Line: 1, Msg: fmt.Sprintf("hook file is larger than %d bytes ([limits] max_script_size)", max)}
 	}
 	return src, nil
 }

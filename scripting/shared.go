@@ -11,14 +11,17 @@ import (
 // nginx's ngx.shared.DICT: string keys, values of type string, float64,
 // int64 or bool, each with an optional time to live. It is safe for
 // concurrent use by all of the tenant's workers. It holds at most
-// MaxEntries keys; a Set past that evicts expired keys first and then
-// fails with ErrDictFull.
+// MaxEntries keys and a byte budget (keys and values, see entrySize); a
+// Set past either evicts expired keys first and then fails with
+// ErrDictFull (ErrDictBudget for the bytes).
 type SharedDict struct {
 	maxEntries int
 	now        func() time.Time
 
-	mu sync.Mutex
-	m  map[string]dictEntry
+	mu       sync.Mutex
+	m        map[string]dictEntry
+	bytes    int64 // entrySize of every entry in m
+	maxBytes int64
 }
 
 type dictEntry struct {
@@ -29,6 +32,27 @@ type dictEntry struct {
 // ErrDictFull is returned by SharedDict.Set when the dictionary is full.
 var ErrDictFull = errors.New("scripting: shared dictionary is full")
 
+// ErrDictBudget is returned by SharedDict.Set when the new value would
+// take the dictionary past its byte budget; it wraps ErrDictFull.
+var ErrDictBudget = fmt.Errorf("%w: over its byte budget (shared_dict_size)", ErrDictFull)
+
+// DefaultSharedDictSize is the byte budget of a SharedDict made by
+// NewSharedDict.
+const DefaultSharedDictSize = 16 << 20
+
+// dictEntryOverhead is what an entry costs besides its key and value
+// bytes: the map slot, the entry and the string headers.
+const dictEntryOverhead = 64
+
+// entrySize is what key and v count against the byte budget.
+func entrySize(key string, v any) int64 {
+	n := int64(len(key)) + dictEntryOverhead
+	if s, ok := v.(string); ok {
+		n += int64(len(s))
+	}
+	return n
+}
+
 // MaxDictKey is the longest key a SharedDict accepts, and MaxDictValue the
 // longest string value.
 const (
@@ -37,12 +61,69 @@ const (
 )
 
 // NewSharedDict returns an empty dictionary holding at most maxEntries keys
-// (default 10000 when maxEntries <= 0).
+// (default 10000 when maxEntries <= 0) and DefaultSharedDictSize bytes.
 func NewSharedDict(maxEntries int) *SharedDict {
 	if maxEntries <= 0 {
 		maxEntries = 10000
 	}
-	return &SharedDict{maxEntries: maxEntries, now: time.Now, m: make(map[string]dictEntry)}
+	return &SharedDict{maxEntries: maxEntries, now: time.Now, m: make(map[string]dictEntry), maxBytes: DefaultSharedDictSize}
+}
+
+// SetMaxBytes sets the byte budget (DefaultSharedDictSize when n <= 0).
+// Entries already stored stay; while they are over a smaller budget, sets
+// that add bytes fail.
+func (d *SharedDict) SetMaxBytes(n int64) {
+	if n <= 0 {
+		n = DefaultSharedDictSize
+	}
+	d.mu.Lock()
+	d.maxBytes = n
+	d.mu.Unlock()
+}
+
+// Usage returns the number of keys and the bytes they count against the
+// budget (expired ones included until evicted), and the budget.
+func (d *SharedDict) Usage() (keys int, bytes, maxBytes int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.m), d.bytes, d.maxBytes
+}
+
+// putLocked stores e under key, keeping the byte count: it fails with
+// ErrDictFull or ErrDictBudget (after evicting expired keys) when the key
+// is new and the dictionary holds maxEntries keys, or when the bytes
+// would pass the budget.
+func (d *SharedDict) putLocked(key string, e dictEntry) error {
+	old, exists := d.m[key]
+	grow := entrySize(key, e.v)
+	if exists {
+		grow -= entrySize(key, old.v)
+	}
+	if !exists && len(d.m) >= d.maxEntries || grow > 0 && d.bytes+grow > d.maxBytes {
+		d.evictExpiredLocked()
+		old, exists = d.m[key]
+		grow = entrySize(key, e.v)
+		if exists {
+			grow -= entrySize(key, old.v)
+		}
+		if !exists && len(d.m) >= d.maxEntries {
+			return ErrDictFull
+		}
+		if grow > 0 && d.bytes+grow > d.maxBytes {
+			return ErrDictBudget
+		}
+	}
+	d.m[key] = e
+	d.bytes += grow
+	return nil
+}
+
+// removeLocked deletes key, keeping the byte count.
+func (d *SharedDict) removeLocked(key string) {
+	if e, ok := d.m[key]; ok {
+		d.bytes -= entrySize(key, e.v)
+		delete(d.m, key)
+	}
 }
 
 func checkDict(key string, v any) error {
@@ -70,7 +151,7 @@ func (d *SharedDict) Get(key string) any {
 		return nil
 	}
 	if !e.exp.IsZero() && !d.now().Before(e.exp) {
-		delete(d.m, key)
+		d.removeLocked(key)
 		return nil
 	}
 	return e.v
@@ -83,24 +164,11 @@ func (d *SharedDict) Set(key string, v any, ttl time.Duration) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.storeLocked(key, v, d.expiry(ttl))
-}
-
-// storeLocked stores v under key with expiry exp (zero: none); a nil v
-// deletes key. d.mu is held; key and v are checked.
-func (d *SharedDict) storeLocked(key string, v any, exp time.Time) error {
 	if v == nil {
-		delete(d.m, key)
+		d.removeLocked(key)
 		return nil
 	}
-	if _, ok := d.m[key]; !ok && len(d.m) >= d.maxEntries {
-		d.evictExpiredLocked()
-		if len(d.m) >= d.maxEntries {
-			return ErrDictFull
-		}
-	}
-	d.m[key] = dictEntry{v: v, exp: exp}
-	return nil
+	return d.putLocked(key, dictEntry{v: v, exp: d.expiry(ttl)})
 }
 
 // Incr adds delta to the number stored under key and returns the result.
@@ -117,12 +185,6 @@ func (d *SharedDict) Incr(key string, delta, init float64, ttl time.Duration) (f
 		ok = false
 	}
 	if !ok {
-		if len(d.m) >= d.maxEntries {
-			d.evictExpiredLocked()
-			if len(d.m) >= d.maxEntries {
-				return 0, ErrDictFull
-			}
-		}
 		e = dictEntry{v: init, exp: d.expiry(ttl)}
 	}
 	var n float64
@@ -136,14 +198,16 @@ func (d *SharedDict) Incr(key string, delta, init float64, ttl time.Duration) (f
 	}
 	n += delta
 	e.v = n
-	d.m[key] = e
+	if err := d.putLocked(key, e); err != nil {
+		return 0, err
+	}
 	return n, nil
 }
 
 // Delete removes key.
 func (d *SharedDict) Delete(key string) {
 	d.mu.Lock()
-	delete(d.m, key)
+	d.removeLocked(key)
 	d.mu.Unlock()
 }
 
@@ -165,7 +229,7 @@ func (d *SharedDict) evictExpiredLocked() {
 	now := d.now()
 	for k, e := range d.m {
 		if !e.exp.IsZero() && !now.Before(e.exp) {
-			delete(d.m, k)
+			d.removeLocked(k)
 		}
 	}
 }

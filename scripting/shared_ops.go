@@ -13,10 +13,21 @@ import (
 func (d *SharedDict) lookupLocked(key string) (dictEntry, bool) {
 	e, ok := d.m[key]
 	if ok && !e.exp.IsZero() && !d.now().Before(e.exp) {
-		delete(d.m, key)
+		d.removeLocked(key)
 		return dictEntry{}, false
 	}
 	return e, ok
+}
+
+// storeLocked stores v under key with expiry exp (zero: none), within the
+// key and byte limits (putLocked); a nil v deletes key. d.mu is held; key
+// and v are checked.
+func (d *SharedDict) storeLocked(key string, v any, exp time.Time) error {
+	if v == nil {
+		d.removeLocked(key)
+		return nil
+	}
+	return d.putLocked(key, dictEntry{v: v, exp: exp})
 }
 
 // Add stores v under key for ttl only when key is absent (or expired); it

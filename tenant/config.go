@@ -226,6 +226,12 @@ type Limits struct {
 	// ScriptMemory is the memory limit of a hook VM where the engine
 	// enforces one (default 64MiB).
 	ScriptMemory Size `toml:"script_memory"`
+	// MaxScriptSize is the largest hook or required module file (default
+	// 1MiB, at most 16MiB).
+	MaxScriptSize Size `toml:"max_script_size"`
+	// SharedDictSize is the byte budget of the vhost's shared dictionary
+	// (hostd.shared): keys and values (default 16MiB).
+	SharedDictSize Size `toml:"shared_dict_size"`
 	// CGITimeout is the time limit of a CGI process group (default 30s).
 	CGITimeout Duration `toml:"cgi_timeout"`
 	// MaxBody is the largest request body hooks and CGI accept (default 1MiB).

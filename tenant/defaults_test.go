@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hostd/hostd/sandbox"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 // TestRunAsServer: on a privileged server (CI runs as root), hooks in none
@@ -14,7 +15,7 @@ import (
 // FILE:LINE unless the vhost says run_as_server = true.
 func TestRunAsServer(t *testing.T) {
 	if !sandbox.Privileged() {
-		t.Skip("needs root or CAP_SETUID (CI runs as root)")
+		sandboxtest.Skipf(t, "needs root or CAP_SETUID (CI runs as root)")
 	}
 	const hook = "[[hooks]]\nphase = \"content\"\nfile = \"../hooks/a.lua\"\n"
 	tests := []struct {
@@ -58,9 +59,7 @@ func TestRunAsServer(t *testing.T) {
 // TestLogPathRefused: a log in a directory the tenant owns is the first step
 // of the log-symlink attack; it is a configuration error at FILE:LINE.
 func TestLogPathRefused(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to give a directory to a tenant (CI runs as root)")
-	}
+	sandboxtest.RequireRoot(t)
 	dir := writeTree(t, map[string]string{
 		"hostd.toml":      mainOK,
 		"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\nuser = \"31001\"\nsandbox = \"thread\"\nerror_log = \"../home/logs/error.log\"\naccess_log = \"../safe/access.log\"\n",

@@ -459,6 +459,14 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 	if lim.ScriptMemory == 0 {
 		lim.ScriptMemory = 64 << 20
 	}
+	if lim.MaxScriptSize > 16<<20 {
+		l.add(file, loc.line("limits", -1, "max_script_size"), "max_script_size must be between 1 byte and 16MiB (default 1MiB)")
+	} else if lim.MaxScriptSize == 0 {
+		lim.MaxScriptSize = 1 << 20 // scripting.DefaultMaxScript
+	}
+	if lim.SharedDictSize == 0 {
+		lim.SharedDictSize = 16 << 20 // scripting.DefaultSharedDictSize
+	}
 	if lim.CGITimeout == 0 {
 		lim.CGITimeout = Duration(30e9)
 	}

@@ -76,7 +76,8 @@ path = "/admin/*"
 		t.Errorf("capacity defaults: write_timeout %s max_threads %d tenant_cpu_share %g per client %d",
 			cfg.Server.WriteTimeout.Std(), cfg.Server.MaxThreads, cfg.Server.TenantCPUShare, a.Limits.MaxConcurrentPerClient)
 	}
-	if a.Limits.ScriptTimeout.Std().Seconds() != 2 || a.Limits.MaxBody != 2<<20 || a.Limits.MaxWorkers != DefaultMaxWorkers() {
+	if a.Limits.ScriptTimeout.Std().Seconds() != 2 || a.Limits.MaxBody != 2<<20 || a.Limits.MaxWorkers != DefaultMaxWorkers() ||
+		a.Limits.MaxScriptSize != 1<<20 || a.Limits.SharedDictSize != 16<<20 {
 		t.Errorf("limits = %+v", a.Limits)
 	}
 	if got := a.Hooks[0]; got.File != filepath.Join(dir, "hooks/a.lua") || got.Line() != 9 || !got.Matches("/admin/x") || got.Matches("/x") {
@@ -141,6 +142,12 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown key in table", map[string]string{
 			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\n[limits]\nmax_wrkers = 3\n",
 		}, "vhosts.d/a.toml", 4, `unknown key "limits.max_wrkers"`},
+		{"max_script_size too large", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\n[limits]\nmax_script_size = \"32MiB\"\n",
+		}, "vhosts.d/a.toml", 4, "max_script_size must be between 1 byte and 16MiB"},
+		{"negative shared_dict_size", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\n[limits]\n\nshared_dict_size = -1\n",
+		}, "vhosts.d/a.toml", 5, "shared_dict_size: size -1 must not be negative"},
 		{"unknown key in main", map[string]string{
 			"hostd.toml": mainOK + "acces_log = \"x\"\n",
 		}, "hostd.toml", 5, `unknown key "server.acces_log" (did you mean "access_log"?)`},

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 // policyTree is carol's and dave's configuration: dave is a fine tenant;
@@ -46,9 +48,7 @@ const carolBase = "server_name = \"carol.example\"\nroot = \"../tenants/carol\"\
 // TestTenantPolicy: every way issue 15 found for a vhost file to claim
 // what is not its own is refused at check and reload, at FILE:LINE.
 func TestTenantPolicy(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to chown files (CI runs as root)")
-	}
+	sandboxtest.RequireRoot(t)
 	tests := []struct {
 		name   string
 		server string

@@ -96,12 +96,16 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "requests for unknown hosts %d, misdirected %d; connections refused per IP %d\n",
 		st.Requests.UnknownHost, st.Requests.Misdirected, st.Requests.ConnsRefusedPerIP)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "vhost\tsandbox\trequests\t2xx\t3xx\t4xx\t5xx\tactive\tworkers\tbusy\tthreads started\thook errors\thook timeouts\tcgi\t")
+	fmt.Fprintln(tw, "vhost\tsandbox\trequests\t2xx\t3xx\t4xx\t5xx\tactive\tworkers\tbusy\tthreads started\thook errors\thook timeouts\tcgi\tshared dict bytes\t")
 	for _, name := range slices.Sorted(maps.Keys(st.VHosts)) {
 		v := st.VHosts[name]
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", name, v.Mode, v.Requests,
+		dict := "-"
+		if v.SharedDict != nil {
+			dict = fmt.Sprintf("%d/%d", v.SharedDict.Bytes, v.SharedDict.MaxBytes)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", name, v.Mode, v.Requests,
 			v.ByClass["2xx"], v.ByClass["3xx"], v.ByClass["4xx"], v.ByClass["5xx"], v.Active, v.Workers, v.Busy, v.Threads,
-			v.HookErrors, v.HookTimeouts, v.CGISpawns)
+			v.HookErrors, v.HookTimeouts, v.CGISpawns, dict)
 	}
 	tw.Flush()
 	for _, file := range slices.Sorted(maps.Keys(st.ConfigErrors)) {

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 // servingBinary builds hostd, writes a two-file configuration into dir
@@ -88,9 +90,7 @@ func httpsGet(t *testing.T, addr, sni, path string) int {
 // TestAdminCommands drives a real `hostd serve` with `hostd status`,
 // `hostd reload`, `hostd trace`, SIGHUP and SIGUSR1.
 func TestAdminCommands(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (CI runs as root)")
-	}
+	sandboxtest.RequireRoot(t)
 	dir := t.TempDir()
 	bin, config, addr, pid := servingBinary(t, dir)
 	hostd := func(args ...string) (int, string, string) {

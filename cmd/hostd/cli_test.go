@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hostd/hostd/host"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 // writeFiles writes name -> content under dir.
@@ -148,7 +149,7 @@ func TestMakeBuildVersion(t *testing.T) {
 	}
 	rev, err := exec.Command("git", "rev-parse", "HEAD").Output()
 	if err != nil {
-		t.Skipf("not a git checkout: %v", err)
+		sandboxtest.Skipf(t, "not a git checkout: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "hostd")
 	cmd := exec.Command("make", "-C", "../..", "build", "BIN="+bin)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hostd/hostd/sandbox"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 func TestCheckCommand(t *testing.T) {
@@ -51,9 +52,7 @@ func TestCheckCommand(t *testing.T) {
 // run_as_server = true accepts them with a loud warning and says who runs
 // each kind of work.
 func TestCheckRunAsServer(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (CI runs as root)")
-	}
+	sandboxtest.RequireRoot(t)
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "vhosts.d"), 0o755)
 	os.MkdirAll(filepath.Join(dir, "pub"), 0o755)

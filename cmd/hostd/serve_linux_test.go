@@ -9,15 +9,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 // TestServeDropsBoundingSet runs the real binary as root and checks that
 // every thread of `hostd serve` has a bounding set of CAP_SETUID and
 // CAP_SETGID only (0xc0), whether the binary links cgo or not.
 func TestServeDropsBoundingSet(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (CI runs as root)")
-	}
+	sandboxtest.RequireRoot(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "hostd")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 // buildHostd builds the hostd binary into dir.
@@ -29,7 +31,7 @@ func buildHostd(t *testing.T, dir string) string {
 // with ExecStart pointing at a real hostd binary: it must print nothing.
 func TestSystemdUnitVerifies(t *testing.T) {
 	if _, err := exec.LookPath("systemd-analyze"); err != nil {
-		t.Skip("systemd-analyze not installed (make deps installs it)")
+		sandboxtest.Skipf(t, "systemd-analyze not installed (make deps installs it)")
 	}
 	dir := t.TempDir()
 	bin := buildHostd(t, dir)
@@ -49,7 +51,7 @@ func TestSystemdUnitVerifies(t *testing.T) {
 // (debug mode: nothing rotated) with its paths moved into a temp dir.
 func TestLogrotateSnippet(t *testing.T) {
 	if _, err := exec.LookPath("logrotate"); err != nil {
-		t.Skip("logrotate not installed (make deps installs it)")
+		sandboxtest.Skipf(t, "logrotate not installed (make deps installs it)")
 	}
 	dir := t.TempDir()
 	src, err := os.ReadFile("../../examples/systemd/hostd.logrotate")
@@ -100,9 +102,7 @@ func unitCapabilities(t *testing.T) string {
 // READY, serve a thread-mode tenant, kill a CGI script's process group at
 // cgi_timeout, report RELOADING/READY around `hostd reload`, and STOPPING.
 func TestServeUnderUnitCapabilities(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	sandboxtest.RequireRoot(t)
 	if _, err := exec.LookPath("setpriv"); err != nil {
 		t.Fatal("setpriv (util-linux) is missing")
 	}

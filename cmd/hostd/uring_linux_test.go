@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hostd/hostd/sandbox"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 // TestURingUnavailableFallsBack runs the real binary under a seccomp
@@ -19,9 +20,7 @@ import (
 // a vhost asking for it, "auto" falls back to thread, and `hostd serve`
 // still serves, with the tenant's identity checked by the kernel.
 func TestURingUnavailableFallsBack(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (CI runs as root)")
-	}
+	sandboxtest.RequireRoot(t)
 	if testing.Short() {
 		t.Skip("builds and runs hostd")
 	}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/hostd/hostd/sandbox"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 // Test tenants: numeric ids without passwd entries.
@@ -37,9 +38,7 @@ var (
 
 func requireRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (CI runs as root)")
-	}
+	sandboxtest.RequireRoot(t)
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent use (log sinks).
@@ -634,7 +633,7 @@ func TestPHP(t *testing.T) {
 	requireRoot(t)
 	const phpCGI = "/usr/bin/php-cgi"
 	if _, err := os.Stat(phpCGI); err != nil {
-		t.Skip("php-cgi not installed (Debian package php-cgi)")
+		sandboxtest.Skipf(t, "php-cgi not installed (Debian package php-cgi)")
 	}
 	v := newVhost(t, aliceUID)
 	v.file(filepath.Join(v.cgiDir, "info.php"), `<?php header("X-Php: yes"); echo "php ", $_GET["q"], " ", $_SERVER["PATH_INFO"], " ", $_SERVER["SCRIPT_NAME"], " ", function_exists("posix_geteuid") ? posix_geteuid() : getmyuid(), "\n";`, aliceUID, 0o644)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hostd/hostd/sandbox"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 const testUID = 31003
@@ -39,9 +40,7 @@ func (s *syncBuffer) String() string {
 // testPool returns a pool of uid testUID serving a docroot with hello.php.
 func testPool(t *testing.T, mod func(*Config)) (*Pool, *syncBuffer) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (CI runs as root)")
-	}
+	sandboxtest.RequireRoot(t)
 	const fpm = "/usr/sbin/php-fpm8.2"
 	if _, err := os.Stat(fpm); err != nil {
 		t.Fatalf("%s: %v (make deps installs php8.2-fpm)", fpm, err)

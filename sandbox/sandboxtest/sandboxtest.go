@@ -1,6 +1,7 @@
-// Package sandboxtest helps the tests of packages that open files under
-// sandbox's rules (sandbox.LogPolicy): test directories must lie where a
-// log file is acceptable.
+// Package sandboxtest helps hostd's tests: test directories that lie where
+// sandbox's rules (sandbox.LogPolicy) accept a log file, and the one way a
+// test skips for want of root, a program or a kernel feature - a skip that
+// CI (HOSTD_REQUIRE_ROOT=1) turns into a failure.
 package sandboxtest
 
 import "os"

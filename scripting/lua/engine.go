@@ -111,7 +111,7 @@ func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, re
 // Check compiles path without running it and returns a
 // *scripting.ScriptError for a syntax error.
 func (e *Engine) Check(path string) error {
-	_, err := compileFile(e.cfg.FS, path)
+	_, err := compileFile(e.cfg.FS, path, e.cfg.Limits.MaxScript)
 	return err
 }
 
@@ -140,13 +140,15 @@ func (e *Engine) getVM() *vm {
 // modification time or size changed. A broken new version keeps the old
 // proto (logged once per version).
 func (e *Engine) load(path string) (*glua.FunctionProto, error) {
-	return e.scripts.Load(e.cfg.FS, path, e.cfg.Logger, "lua", func() (*glua.FunctionProto, error) { return compileFile(e.cfg.FS, path) })
+	return e.scripts.Load(e.cfg.FS, path, e.cfg.Logger, "lua", func() (*glua.FunctionProto, error) {
+		return compileFile(e.cfg.FS, path, e.cfg.Limits.MaxScript)
+	})
 }
 
-// compileFile parses and compiles a Lua file read through fsys; errors are
-// *scripting.ScriptError with the line.
-func compileFile(fsys scripting.FS, path string) (*glua.FunctionProto, error) {
-	src, err := scripting.ReadScript(fsys, path)
+// compileFile parses and compiles a Lua file of at most max bytes read
+// through fsys; errors are *scripting.ScriptError with the line.
+func compileFile(fsys scripting.FS, path string, max int) (*glua.FunctionProto, error) {
+	src, err := scripting.ReadScriptLimit(fsys, path, max)
 	if err != nil {
 		return nil, err
 	}
@@ -161,6 +163,9 @@ func compileSource(path string, src []byte) (*glua.FunctionProto, error) {
 		if errors.As(err, &pe) {
 			se.Line = pe.Pos.Line
 			se.Msg = "syntax error" + strings.TrimPrefix(pe.Message, "syntax error")
+			if !strings.HasPrefix(pe.Message, "syntax error") {
+				se.Msg = "syntax error: " + pe.Message
+			}
 			if se.Line < 1 {
 				// gopher-lua reports an error at end of file as line -1.
 				se.Line = bytes.Count(src, []byte("\n")) + 1

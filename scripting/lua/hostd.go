@@ -101,6 +101,7 @@ func (v *vm) hJSONEncode(L *glua.LState) int {
 func (v *vm) hJSONDecode(L *glua.LState) int {
 	v.rc.poke() // may be slow: check the deadline at the next instruction
 	s := L.CheckString(1)
+	L.ChargeMemory(int64(len(s))) // the strings of the result; its tables are charged as made
 	x, err := scripting.DecodeJSON([]byte(s), v.e.cfg.Limits.MaxInput)
 	if err != nil {
 		L.Push(glua.LNil)
@@ -200,7 +201,7 @@ func (v *vm) sSet(L *glua.LState) int {
 	err := v.e.cfg.Shared.Set(key, val, ttlArg(L, 4))
 	if errors.Is(err, scripting.ErrDictFull) {
 		L.Push(glua.LFalse)
-		L.Push(glua.LString("shared dictionary is full"))
+		L.Push(glua.LString(dictFullMsg(err)))
 		return 2
 	}
 	if err != nil {
@@ -212,6 +213,15 @@ func (v *vm) sSet(L *glua.LState) int {
 
 // sIncr adds delta (default 1) to key; an absent key starts at init
 // (default 0) with ttl. It returns the new value, or nil and a message.
+// dictFullMsg is what a hook sees for a set or incr that failed with
+// scripting.ErrDictFull.
+func dictFullMsg(err error) string {
+	if errors.Is(err, scripting.ErrDictBudget) {
+		return "shared dictionary is over its byte budget"
+	}
+	return "shared dictionary is full"
+}
+
 func (v *vm) sIncr(L *glua.LState) int {
 	key := L.CheckString(2)
 	delta := float64(L.OptNumber(3, 1))
@@ -220,7 +230,7 @@ func (v *vm) sIncr(L *glua.LState) int {
 	if err != nil {
 		if errors.Is(err, scripting.ErrDictFull) {
 			L.Push(glua.LNil)
-			L.Push(glua.LString("shared dictionary is full"))
+			L.Push(glua.LString(dictFullMsg(err)))
 			return 2
 		}
 		L.Push(glua.LNil)

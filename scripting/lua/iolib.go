@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,6 +26,13 @@ type luaFile struct {
 	f *os.File
 	r *bufio.Reader
 	w bool
+}
+
+// close closes the file and drops its read buffer.
+func (f *luaFile) close() error {
+	err := f.f.Close()
+	f.f, f.r = nil, nil
+	return err
 }
 
 func (v *vm) ioLib() *glua.LTable {
@@ -94,13 +102,10 @@ func (v *vm) open(L *glua.LState, path, mode string) (*glua.LUserData, error) {
 	default:
 		L.ArgError(2, "invalid mode")
 	}
-	open := 0
-	for _, f := range v.files {
-		if f.f != nil {
-			open++
-		}
-	}
-	if open >= maxOpenFiles {
+	// Forget closed files: an open/close loop must not grow the list (and
+	// keep every closed file's read buffer) for the rest of the run.
+	v.files = slices.DeleteFunc(v.files, func(f *luaFile) bool { return f.f == nil })
+	if len(v.files) >= maxOpenFiles {
 		return nil, errors.New("too many open files")
 	}
 	fh, err := v.e.cfg.FS.OpenFile(path, flags, 0o644)
@@ -192,8 +197,7 @@ func (v *vm) ioLines(L *glua.LState) int {
 		}
 		line, ok := v.readLine(L, f)
 		if !ok {
-			f.f.Close()
-			f.f = nil
+			f.close()
 			L.Push(glua.LNil)
 			return 1
 		}
@@ -237,8 +241,7 @@ func (v *vm) ioType(L *glua.LState) int {
 
 func (v *vm) fClose(L *glua.LState) int {
 	f := v.checkFile(L, 1)
-	err := f.f.Close()
-	f.f = nil
+	err := f.close()
 	if err != nil {
 		L.Push(glua.LNil)
 		L.Push(glua.LString(errText(err)))

@@ -70,8 +70,9 @@ func (v *vm) buildSandbox() {
 	smt.RawSetString("__metatable", glua.LString(lockedMT))
 	L.SetMetatable(glua.LString(""), smt)
 
-	tbl := pick(L, g.RawGetString("table").(*glua.LTable), "getn", "insert", "maxn", "remove", "sort")
+	tbl := pick(L, g.RawGetString("table").(*glua.LTable), "getn", "insert", "maxn", "remove")
 	tbl.RawSetString("concat", L.NewFunction(v.tableConcat))
+	tbl.RawSetString("sort", L.NewFunction(v.tableSort))
 	base.RawSetString("table", readOnly(L, tbl))
 
 	base.RawSetString("math", readOnly(L, pick(L, g.RawGetString("math").(*glua.LTable),
@@ -199,7 +200,11 @@ func (v *vm) print(L *glua.LState) int {
 	for i := 1; i <= n; i++ {
 		parts[i-1] = L.ToStringMeta(L.Get(i)).String()
 	}
-	v.logger().Info(strings.Join(parts, "\t"), "hook", v.path)
+	msg := strings.Join(parts, "\t")
+	if len(msg) > v.e.cfg.Limits.MaxInput {
+		msg = msg[:v.e.cfg.Limits.MaxInput] // as hostd.log
+	}
+	v.logger().Info(msg, "hook", v.path)
 	return 0
 }
 
@@ -210,6 +215,8 @@ func (v *vm) require(L *glua.LState) int {
 	name := L.CheckString(1)
 	if v.loaded == nil {
 		v.loaded = L.NewTable()
+		// Where the memory budget's measure of live data sees it.
+		L.G.Registry.RawSetString(loadedKey, v.loaded)
 	}
 	if m := v.loaded.RawGetString(name); m != glua.LNil {
 		L.Push(m)
@@ -252,6 +259,9 @@ func (v *vm) require(L *glua.LState) int {
 	L.Push(m)
 	return 1
 }
+
+// loadedKey is the registry key of the run's module table.
+const loadedKey = "hostd.loaded"
 
 // maxUnpack bounds the values unpack pushes.
 const maxUnpack = 8000

@@ -35,12 +35,12 @@ func dictArg(L *glua.LState, n int) any {
 }
 
 // dictResult pushes the result of a conditional store: true, or false and
-// why not (miss), or false and "shared dictionary is full".
+// why not (miss), or false and why the dictionary refused it (dictFullMsg).
 func dictResult(L *glua.LState, what string, ok bool, err error, miss string) int {
 	switch {
 	case errors.Is(err, scripting.ErrDictFull):
 		L.Push(glua.LFalse)
-		L.Push(glua.LString("shared dictionary is full"))
+		L.Push(glua.LString(dictFullMsg(err)))
 		return 2
 	case err != nil:
 		L.RaiseError("hostd.shared:%s: %s", what, err.Error())

@@ -1,6 +1,7 @@
 package lua
 
 import (
+	"sort"
 	"strings"
 
 	glua "github.com/yuin/gopher-lua"
@@ -32,6 +33,7 @@ func (v *vm) strRep(L *glua.LState) int {
 	if n > v.maxString()/len(s) {
 		L.RaiseError("string.rep: result would exceed %d bytes", v.maxString())
 	}
+	L.CheckMemory(int64(n) * int64(len(s)))
 	L.Push(glua.LString(strings.Repeat(s, n)))
 	return 1
 }
@@ -42,8 +44,12 @@ func (v *vm) strFormat(L *glua.LState) int {
 	v.rc.poke() // may be slow: check the deadline at the next instruction
 	format := L.CheckString(1)
 	est := len(format)
+	quote := 1
+	if strings.Contains(format, "%q") {
+		quote = 4 // %q may escape a byte as \xNN
+	}
 	for i := 2; i <= L.GetTop(); i++ {
-		est += len(L.ToStringMeta(L.Get(i)).String()) + 24
+		est += quote*len(L.ToStringMeta(L.Get(i)).String()) + 24
 	}
 	num := 0
 	for i := 0; i < len(format); i++ {
@@ -60,6 +66,7 @@ func (v *vm) strFormat(L *glua.LState) int {
 	if est > v.maxString() {
 		L.RaiseError("string.format: result would exceed %d bytes", v.maxString())
 	}
+	L.CheckMemory(int64(est))
 	L.Insert(v.origFormat, 1)
 	L.Call(L.GetTop()-1, 1)
 	return 1
@@ -94,6 +101,7 @@ func (v *vm) tableConcat(L *glua.LState) int {
 			L.RaiseError("table.concat: result would exceed %d bytes", max)
 		}
 	}
+	L.CheckMemory(int64(total))
 	var b strings.Builder
 	b.Grow(total)
 	for k := i; k <= j; k++ {
@@ -104,6 +112,45 @@ func (v *vm) tableConcat(L *glua.LState) int {
 	}
 	L.Push(glua.LString(b.String()))
 	return 1
+}
+
+// tableSort is table.sort(t [, comp]) on t[1..#t], checking the deadline
+// every stepsPerCheck comparisons (gopher-lua's sorts without looking at
+// the clock: seconds for a few million elements).
+func (v *vm) tableSort(L *glua.LState) int {
+	v.rc.poke() // may be slow: check the deadline at the next instruction
+	t := L.CheckTable(1)
+	var comp *glua.LFunction
+	if L.GetTop() >= 2 && L.Get(2) != glua.LNil {
+		comp = L.CheckFunction(2)
+	}
+	n := t.Len()
+	L.CheckMemory(int64(n) * 16)
+	vals := make([]glua.LValue, n)
+	for i := range vals {
+		vals[i] = t.RawGetInt(i + 1)
+	}
+	steps := 0
+	sort.Slice(vals, func(i, j int) bool {
+		steps++
+		if steps%stepsPerCheck == 0 && v.ctx != nil && v.ctx.Err() != nil {
+			L.RaiseError("%s", v.ctx.Err().Error())
+		}
+		if comp == nil {
+			return L.LessThan(vals[i], vals[j])
+		}
+		L.Push(comp)
+		L.Push(vals[i])
+		L.Push(vals[j])
+		L.Call(2, 1)
+		less := L.ToBool(-1)
+		L.Pop(1)
+		return less
+	})
+	for i, x := range vals {
+		t.RawSetInt(i+1, x)
+	}
+	return 0
 }
 
 const specials = "^$*+?.([%-"
@@ -220,6 +267,9 @@ func (v *vm) strGsub(L *glua.LState) int {
 		}
 		if b.Len() > limit {
 			L.RaiseError("string.gsub: result would exceed %d bytes", limit)
+		}
+		if b.Len() > b.Cap()/2 {
+			L.CheckMemory(int64(b.Cap()))
 		}
 		if anchor {
 			break
@@ -619,6 +669,7 @@ func (ms *matchState) addValue(b *strings.Builder, s, e int, repl glua.LValue) {
 	case glua.LString, glua.LNumber:
 		rs := r.String()
 		for i := 0; i < len(rs); i++ {
+			ms.step() // a long replacement is work too
 			c := rs[i]
 			if c != '%' || i+1 >= len(rs) {
 				b.WriteByte(c)

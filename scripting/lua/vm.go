@@ -94,6 +94,7 @@ func (v *vm) run(ctx context.Context, phase scripting.Phase, path string, proto 
 
 	fn := L.NewFunctionFromProto(proto)
 	fn.Env = env
+	L.SetMemoryLimit(v.e.cfg.Limits.MaxMemory)
 	L.SetContext(&v.rc)
 	L.Push(fn)
 	perr := L.PCall(0, 1, nil)
@@ -117,6 +118,11 @@ func (v *vm) run(ctx context.Context, phase scripting.Phase, path string, proto 
 		}
 	}
 	L.SetTop(0)
+	if L.MemoryExceeded() {
+		se := scriptError(path, perr, scripting.ErrMemory)
+		se.Msg = fmt.Sprintf("hook exceeded its memory limit (%d bytes)", v.e.cfg.Limits.MaxMemory)
+		return scripting.Result{}, se, false
+	}
 	if cerr := v.rc.Err(); cerr != nil {
 		if ctx.Err() == nil {
 			cerr = scripting.ErrTimeout // our deadline, not the caller's
@@ -138,8 +144,7 @@ func (v *vm) run(ctx context.Context, phase scripting.Phase, path string, proto 
 func (v *vm) end() {
 	for _, f := range v.files {
 		if f != nil && f.f != nil {
-			f.f.Close()
-			f.f = nil
+			f.close()
 		}
 	}
 	clear(v.files)
@@ -147,9 +152,13 @@ func (v *vm) end() {
 	v.ctx, v.req, v.env = nil, nil, nil
 	v.rc.parent = nil
 	v.exiting, v.exitStatus, v.hostErr = false, 0, nil
+	if v.loaded != nil {
+		v.L.G.Registry.RawSetString(loadedKey, glua.LNil)
+	}
 	v.body, v.args, v.loaded = nil, nil, nil
 	clear(v.loading)
 	v.coroutines = 0
+	v.L.SetMemoryLimit(0)
 	// An error out of a wrapped coroutine leaves gopher-lua's current
 	// thread pointing at it.
 	v.L.G.CurrentThread = v.L.G.MainThread
@@ -172,9 +181,9 @@ func (v *vm) exit(L *glua.LState, status int) int {
 }
 
 // mustUnwind reports whether a protected call must pass its error on: the
-// hook called r:exit, or the deadline passed.
+// hook called r:exit, went over its memory limit, or the deadline passed.
 func (v *vm) mustUnwind() bool {
-	return v.exiting || (v.ctx != nil && v.ctx.Err() != nil)
+	return v.exiting || v.L.MemoryExceeded() || (v.ctx != nil && v.ctx.Err() != nil)
 }
 
 // protect wraps a protected-call function (pcall, xpcall,
@@ -187,6 +196,9 @@ func (v *vm) protect(orig *glua.LFunction) glua.LGFunction {
 		if v.mustUnwind() {
 			if v.exiting {
 				L.Error(v.exitMark, 0)
+			}
+			if L.MemoryExceeded() {
+				L.RaiseError("%s", glua.ErrMemoryMsg)
 			}
 			L.RaiseError("%s", v.ctx.Err().Error())
 		}

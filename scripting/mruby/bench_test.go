@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 	"github.com/hostd/hostd/scripting"
 	"github.com/hostd/hostd/scripting/scriptingtest"
 )
@@ -78,7 +79,7 @@ func rssKB(t *testing.T) int {
 	t.Helper()
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
-		t.Skip("no /proc/self/status")
+		sandboxtest.Skipf(t, "no /proc/self/status")
 	}
 	defer f.Close()
 	s := bufio.NewScanner(f)
@@ -88,6 +89,6 @@ func rssKB(t *testing.T) int {
 			return n
 		}
 	}
-	t.Skip("no VmRSS")
+	sandboxtest.Skipf(t, "no VmRSS")
 	return 0
 }

@@ -3,6 +3,7 @@
 package mruby
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/hostd/hostd/scripting"
@@ -124,7 +125,9 @@ var notForRuby = map[string]string{
 func TestSharedCases(t *testing.T) {
 	for _, c := range scriptingtest.Cases() {
 		_, ok := rubySources[c.Name]
-		if _, na := notForRuby[c.Name]; !ok && !na {
+		// lua_*: the Lua-only reproductions of issue 13 (scriptingtest's
+		// luaHostileCases).
+		if _, na := notForRuby[c.Name]; !ok && !na && !strings.HasPrefix(c.Name, "lua_") {
 			t.Errorf("shared case %q has no Ruby source (add it to rubySources or notForRuby)", c.Name)
 		}
 		if c.BeforeLua != "" {

@@ -234,7 +234,7 @@ func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, re
 // Check compiles path without running it and returns a
 // *scripting.ScriptError for a syntax error.
 func (e *Engine) Check(path string) error {
-	src, err := scripting.ReadScript(e.cfg.FS, path)
+	src, err := scripting.ReadScriptLimit(e.cfg.FS, path, e.cfg.Limits.MaxScript)
 	if err != nil {
 		return err
 	}
@@ -346,7 +346,7 @@ func (v *vm) release(p *proc) {
 // compile (or cannot be read) is logged once and the old one stays in use.
 func (e *Engine) load(path string, v *vm) (*proc, error) {
 	s, err := e.scripts.Load(e.cfg.FS, path, e.cfg.Logger, "mruby", func() (*script, error) {
-		src, err := scripting.ReadScript(e.cfg.FS, path)
+		src, err := scripting.ReadScriptLimit(e.cfg.FS, path, e.cfg.Limits.MaxScript)
 		if err != nil {
 			return nil, err
 		}

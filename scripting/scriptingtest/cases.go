@@ -1,6 +1,8 @@
 package scriptingtest
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hostd/hostd/scripting"
@@ -281,5 +283,105 @@ local outside = "path is outside the tenant's allowed directories"
 r:write(got, "|", tostring(ok), " ", tostring(err:find(outside, 1, true) ~= nil), "|", tostring(ok2), " ", err2,
   "|", tostring(io.open("moved.txt")))`,
 			Want: Want{Body: "written|nil true|nil /etc/hostname: path is outside the tenant's allowed directories|nil"}},
-	}, casesB()...)
+	}, append(casesB(), luaHostileCases()...)...)
+}
+
+// luaHostileCases are the Lua reproductions of issue 13 (a hook that
+// allocates without bound, or makes the interpreter do unbounded work):
+// each must end in an error within the limits, the memory ones wrapping
+// scripting.ErrMemory (Limits.MaxMemory, default 64 MiB), however the
+// hook tries to catch it. The time limit is raised so that only the
+// memory limit can stop them.
+func luaHostileCases() []Case {
+	const content = scripting.PhaseContent
+	mem := Want{ErrIs: scripting.ErrMemory}
+	slow := 10 * time.Second
+	return []Case{
+		{Name: "lua_mem_doubling_concat", Phase: content, Timeout: slow,
+			Lua:  `local s = string.rep("x", 1048576) for i = 1, 40 do s = s .. s end`,
+			Want: mem},
+		{Name: "lua_mem_doubling_concat_pcall", Phase: content, Timeout: slow,
+			Lua: `local s = string.rep("x", 1048576)
+for i = 1, 40 do pcall(function() s = s .. s end) end
+for i = 1, 40 do pcall(function() s = s .. s end) end
+r:write("survived")`,
+			Want: mem},
+		{Name: "lua_mem_table_growth", Phase: content, Timeout: slow,
+			Lua:  `local t = {} for i = 1, 1e9 do t[#t + 1] = i end`,
+			Want: mem},
+		{Name: "lua_mem_table_insert", Phase: content, Timeout: slow,
+			Lua:  `local t = {} for i = 1, 1e9 do table.insert(t, "x") end`,
+			Want: mem},
+		{Name: "lua_mem_hash_growth", Phase: content, Timeout: slow,
+			Lua:  `local t = {} for i = 1, 1e9 do t["k" .. i] = true end`,
+			Want: mem},
+		{Name: "lua_mem_nested_tables", Phase: content, Timeout: slow,
+			Lua:  `local t = {} while true do t = {t, {}, {}} end`,
+			Want: mem},
+		{Name: "lua_mem_sparse_index", Phase: content, Timeout: slow,
+			Lua:  `local t = {} t[67108863] = 1`,
+			Want: mem},
+		{Name: "lua_mem_sparse_insert", Phase: content, Timeout: slow,
+			Lua:  `table.insert({}, 67108000, 1)`,
+			Want: mem},
+		{Name: "lua_mem_table_concat", Phase: content, Timeout: slow,
+			Lua: `local s = string.rep("x", 65536) local t = {}
+for i = 1, 1e6 do t[i] = table.concat({s, s, tostring(i)}) end`,
+			Want: mem},
+		{Name: "lua_mem_gsub_results", Phase: content, Timeout: slow,
+			Lua: `local s = string.rep("x", 100000) local t = {}
+for i = 1, 1e6 do t[i] = s:gsub("x", "yyyyyyyyyy") end`,
+			Want: mem},
+		{Name: "lua_gsub_huge_replacement", Phase: content, Timeout: slow,
+			Lua:  `local s = ("x"):rep(100000):gsub("x", ("%0"):rep(100000))`,
+			Want: Want{Err: "string.gsub: result would exceed"}},
+		{Name: "lua_mem_string_functions", Phase: content, Timeout: slow,
+			Lua: `local s = string.rep("ab", 500000) local t = {}
+for i = 1, 1e6 do t[i] = s:upper() end`,
+			Want: mem},
+		{Name: "lua_mem_closures", Phase: content, Timeout: slow,
+			Lua:  `local t = {} for i = 1, 1e9 do local x = i t[i] = function() return x end end`,
+			Want: mem},
+		{Name: "lua_mem_error_handler_cannot_continue", Phase: content, Timeout: slow,
+			Lua: `local s = string.rep("x", 1048576)
+local ok = xpcall(function() while true do s = s .. s end end, function(e) local t = {} for i = 1, 1e6 do t[i] = {} end return e end)
+r:write(tostring(ok))`,
+			Want: mem},
+		{Name: "lua_shared_dict_budget", Phase: content,
+			Lua: `local ok, err, n = true, nil, 0
+for i = 1, 10000 do
+  ok, err = hostd.shared:set("k" .. i, string.rep("x", 65536))
+  if not ok then break end
+  n = i
+end
+local kept = n
+for i = 1, n do hostd.shared:delete("k" .. i) end
+local ok2 = hostd.shared:set("again", string.rep("x", 65536))
+r:write(tostring(ok), " ", err, " ", tostring(kept > 200 and kept < 256), " ", tostring(ok2))`,
+			Want: Want{Body: "false shared dictionary is over its byte budget true true"}},
+		{Name: "lua_garbage_within_budget", Phase: content, Timeout: slow,
+			Lua: `local n = 0
+for i = 1, 10000 do local t = {i, tostring(i)} n = n + #t end
+r:write(tostring(n))`,
+			Want: Want{Body: "20000"}},
+		{Name: "lua_deep_nesting_syntax_error", Phase: content,
+			Lua:  "local x = " + strings.Repeat("(", 5000) + "1" + strings.Repeat(")", 5000),
+			Want: Want{Err: "too many syntax levels", ErrLine: 1}},
+		{Name: "lua_long_operator_chain_error", Phase: content,
+			Lua:  "local y = 1\nlocal x = y" + strings.Repeat(" + y", 5000),
+			Want: Want{Err: "too many syntax levels", ErrLine: 2}},
+		{Name: "lua_many_constants_compile", Phase: content,
+			Lua:  "local t = {}\n" + manyConstants(20000) + "r:write(tostring(#t))",
+			Want: Want{Body: "20000"}},
+	}
+}
+
+// manyConstants returns n statements each adding a distinct string
+// constant to t (gopher-lua looked constants up linearly: quadratic).
+func manyConstants(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "t[#t+1] = \"c%d\"\n", i)
+	}
+	return b.String()
 }

@@ -40,6 +40,17 @@ func Openat2(dirfd int, path string, how *unix.OpenHow) (int, error) {
 	}
 }
 
+// Openat opens path relative to dirfd with openat(2) (no RESOLVE_*
+// restrictions: callers pass O_NOFOLLOW and check what they get).
+func Openat(dirfd int, path string, flags int, mode uint32) (int, error) {
+	for {
+		fd, err := unix.Openat(dirfd, path, flags, mode)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
 // Unlinkat removes path relative to dirfd (a directory with
 // unix.AT_REMOVEDIR in flags).
 func Unlinkat(dirfd int, path string, flags int) error {

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 func TestGetters(t *testing.T) {
@@ -56,9 +58,7 @@ func TestGetters(t *testing.T) {
 
 // TestThreadScoped: the raw setters change only the calling thread.
 func TestThreadScoped(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	sandboxtest.RequireRoot(t)
 	done := make(chan error)
 	go func() {
 		runtime.LockOSThread() // never unlocked: this thread's creds change

@@ -157,6 +157,16 @@ type Ring struct {
 	sqes                   unsafe.Pointer
 	cqes                   unsafe.Pointer
 
+	// seq tags each submission (the SQE's user_data), so a completion is
+	// only ever taken by the Submit that made it; abandoned lists the
+	// tags of submissions whose Submit returned before their completion
+	// (an io_uring_enter error after the kernel consumed the entry), with
+	// their opcodes: their completions are discarded when they arrive, and
+	// a descriptor one of them opened is closed - never handed to a later
+	// operation, which may be another tenant's.
+	seq       uint64
+	abandoned map[uint64]uint8
+
 	// Scratch memory the kernel reads during Submit (paths, open_how):
 	// owned by the ring so that no operation allocates, and on the heap
 	// so that no stack move can invalidate a pointer an SQE carries.
@@ -325,8 +335,11 @@ func (r *Ring) Submit(sqe *SQE) (int32, error) {
 		// Submit failed before the kernel consumed it.
 		return 0, errors.New("uring: submission queue not empty")
 	}
+	r.seq++
+	seq := r.seq
 	slot := (*SQE)(unsafe.Add(r.sqes, uintptr(tail&*r.sqMask)*unsafe.Sizeof(SQE{})))
 	*slot = *sqe
+	slot.UserData = seq
 	atomic.StoreUint32(r.sqTail, tail+1)
 	submitted := false
 	for tries := 0; ; tries++ {
@@ -350,7 +363,7 @@ func (r *Ring) Submit(sqe *SQE) (int32, error) {
 		if e == 0 && !submitted && n == 1 {
 			submitted = true
 		}
-		if res, ok := r.reap(); ok {
+		if res, ok := r.reap(seq); ok {
 			return res, nil
 		}
 		switch {
@@ -366,6 +379,8 @@ func (r *Ring) Submit(sqe *SQE) (int32, error) {
 			if !submitted && atomic.LoadUint32(r.sqHead) == head {
 				// Not consumed: take it back.
 				atomic.StoreUint32(r.sqTail, tail)
+			} else {
+				r.abandon(seq, sqe.Opcode)
 			}
 			return 0, os.NewSyscallError("io_uring_enter", e)
 		}
@@ -375,16 +390,36 @@ func (r *Ring) Submit(sqe *SQE) (int32, error) {
 	}
 }
 
-// reap takes one completion, if there is one.
-func (r *Ring) reap() (int32, bool) {
-	head := atomic.LoadUint32(r.cqHead)
-	if head == atomic.LoadUint32(r.cqTail) {
-		return 0, false
+// abandon records that the submission tagged seq, an op operation, was
+// consumed by the kernel but its Submit returned without its completion.
+func (r *Ring) abandon(seq uint64, op uint8) {
+	if r.abandoned == nil {
+		r.abandoned = make(map[uint64]uint8)
 	}
-	c := (*cqe)(unsafe.Add(r.cqes, uintptr(head&*r.cqMask)*unsafe.Sizeof(cqe{})))
-	res := c.res
-	atomic.StoreUint32(r.cqHead, head+1)
-	return res, true
+	r.abandoned[seq] = op
+}
+
+// reap takes the completion tagged seq, if it has arrived, discarding
+// those of abandoned submissions on the way (closing what they opened).
+func (r *Ring) reap(seq uint64) (int32, bool) {
+	for {
+		head := atomic.LoadUint32(r.cqHead)
+		if head == atomic.LoadUint32(r.cqTail) {
+			return 0, false
+		}
+		c := (*cqe)(unsafe.Add(r.cqes, uintptr(head&*r.cqMask)*unsafe.Sizeof(cqe{})))
+		tag, res := c.userData, c.res
+		atomic.StoreUint32(r.cqHead, head+1)
+		if tag == seq {
+			return res, true
+		}
+		if op, ok := r.abandoned[tag]; ok {
+			delete(r.abandoned, tag)
+			if op == OpOpenat2 && res >= 0 {
+				unix.Close(int(res))
+			}
+		}
+	}
 }
 
 // Close unmaps and closes the ring; the kernel drops its personalities.

@@ -13,13 +13,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hostd/hostd/sandbox/internal/sys"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 func newRing(t testing.TB) *Ring {
 	t.Helper()
 	r, err := New(4)
 	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
-		t.Skipf("io_uring unavailable here: %v", err)
+		sandboxtest.Skipf(t, "io_uring unavailable here: %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -116,9 +117,7 @@ func TestRestricted(t *testing.T) {
 // and checks that operations naming them are checked against the tenant,
 // without CAP_DAC_OVERRIDE.
 func TestPersonality(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (CI runs as root)")
-	}
+	sandboxtest.RequireRoot(t)
 	r := newRing(t)
 	dir := t.TempDir()
 	os.Chmod(dir, 0o755)
@@ -203,5 +202,49 @@ func TestCloseOnExec(t *testing.T) {
 	}
 	if flags&unix.FD_CLOEXEC == 0 {
 		t.Fatal("the ring's descriptor is not close-on-exec")
+	}
+}
+
+// countFDs returns how many descriptors the process has open.
+func countFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// TestAbandonedCompletion: an open whose Submit returned before its
+// completion (an io_uring_enter error after the kernel consumed the entry)
+// must never have its result - a descriptor - taken by the next Submit,
+// which may run for another tenant; the descriptor is closed instead.
+func TestAbandonedCompletion(t *testing.T) {
+	r := newRing(t)
+	s := r.Scratch()
+	copy(s.Path[0][:], "/\x00")
+	s.How = unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC}
+	// What Submit does up to the kernel consuming the entry.
+	r.seq++
+	seq := r.seq
+	tail := *r.sqTail
+	slot := (*SQE)(unsafe.Add(r.sqes, uintptr(tail&*r.sqMask)*unsafe.Sizeof(SQE{})))
+	*slot = SQE{Opcode: OpOpenat2, Fd: unix.AT_FDCWD, Addr: uint64(uintptr(unsafe.Pointer(&s.Path[0][0]))),
+		Off: uint64(uintptr(unsafe.Pointer(&s.How))), Len: uint32(unsafe.Sizeof(s.How)), UserData: seq}
+	*r.sqTail = tail + 1
+	if _, _, e := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), 1, 1, enterGetEvents, 0, 0); e != 0 {
+		t.Fatal(e)
+	}
+	r.abandon(seq, OpOpenat2)
+	before := countFDs(t) // includes the abandoned open's descriptor
+	res, err := r.Submit(&SQE{Opcode: OpNop})
+	if err != nil || res != 0 {
+		t.Fatalf("nop after an abandoned open = %d, %v; want 0 (the open's descriptor handed on?)", res, err)
+	}
+	if after := countFDs(t); after != before-1 {
+		t.Errorf("descriptors %d -> %d: the abandoned open's descriptor was not closed", before, after)
+	}
+	if len(r.abandoned) != 0 {
+		t.Errorf("abandoned = %v after its completion", r.abandoned)
 	}
 }

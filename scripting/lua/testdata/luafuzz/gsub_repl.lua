@@ -1,0 +1,2 @@
+local s = ("ab"):rep(1000):gsub("(a)(b)", "%2%1%0")
+r:write(#s)

@@ -1,0 +1,3 @@
+local mt = {__index = function(t, k) return k .. k end, __concat = function(a, b) return "c" end}
+local o = setmetatable({}, mt)
+r:write(o.ab, o .. "x", tostring(rawequal))
