@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hostd/hostd/scripting"
 )
 
 // cpuWait bounds how long a hook run, CGI script or PHP request waits for
@@ -115,6 +117,34 @@ func (g *cpuGate) forget(keep func(string) bool) {
 
 type cpuHeld struct{}
 
+// cpuHold is a run's place in the gate. It is the run's
+// scripting.Waiter: a hook that waits for the network (an outbound
+// request) gives its place back meanwhile, so slow remote APIs do not
+// take the tenant's CPU share from its other requests. Used by the run's
+// goroutine only.
+type cpuHold struct {
+	g    *cpuGate
+	t    *cpuTenant
+	ctx  context.Context
+	held bool
+}
+
+// Pause releases the place; resume queues for it again. When it cannot
+// get it back (the share stayed taken for cpuWait, or the request
+// ended), the run goes on without it: its own deadline still bounds it.
+func (h *cpuHold) Pause() (resume func()) {
+	if !h.held {
+		return func() {}
+	}
+	h.g.release(h.t)
+	h.held = false
+	return func() {
+		if h.g.acquire(h.ctx, h.t) == nil {
+			h.held = true
+		}
+	}
+}
+
 // run runs fn once t may use a CPU. A run nested in another of the same
 // request (a CGI local redirect) does not queue again.
 func (g *cpuGate) run(ctx context.Context, t *cpuTenant, fn func(context.Context)) error {
@@ -125,8 +155,13 @@ func (g *cpuGate) run(ctx context.Context, t *cpuTenant, fn func(context.Context
 	if err := g.acquire(ctx, t); err != nil {
 		return err
 	}
-	defer g.release(t)
-	fn(context.WithValue(ctx, cpuHeld{}, true))
+	h := &cpuHold{g: g, t: t, ctx: ctx, held: true}
+	defer func() {
+		if h.held {
+			g.release(t)
+		}
+	}()
+	fn(scripting.WithWaiter(context.WithValue(ctx, cpuHeld{}, true), h))
 	return nil
 }
 

@@ -210,6 +210,7 @@ type metricsCollector struct {
 	redirects, overload, sessionErrors, configStale                             *prometheus.Desc
 	latency, handshakes, generation, reloads, reloadsPartial                    *prometheus.Desc
 	unknownHost, misdirected, refusedPerIP                                      *prometheus.Desc
+	outRequests, outRefused, outErrors, outBytes                                *prometheus.Desc // outbound.go
 	// sharedDictBytes is the use of each vhost's shared dictionary.
 	sharedDictBytes *prometheus.Desc
 }
@@ -229,6 +230,10 @@ func newMetricsCollector(s *Server) *metricsCollector {
 		redirects:      prometheus.NewDesc("hostd_https_redirects_total", "Plain HTTP requests redirected (308) to HTTPS.", v, nil),
 		overload:       prometheus.NewDesc("hostd_max_concurrent_rejections_total", "Requests answered 503 because the vhost had max_concurrent requests in progress.", v, nil),
 		sessionErrors:  prometheus.NewDesc("hostd_session_store_errors_total", "Requests answered 503 or not saved because the session store failed.", v, nil),
+		outRequests:    prometheus.NewDesc("hostd_outbound_requests_total", "Outbound HTTP requests of hooks (hostd.http.request).", v, nil),
+		outRefused:     prometheus.NewDesc("hostd_outbound_refused_total", "Outbound requests, redirects or connections the vhost's outbound list refused.", v, nil),
+		outErrors:      prometheus.NewDesc("hostd_outbound_errors_total", "Outbound requests that failed (network, TLS, timeout, size).", v, nil),
+		outBytes:       prometheus.NewDesc("hostd_outbound_response_bytes_total", "Response body bytes outbound requests returned to hooks.", v, nil),
 		configStale:    prometheus.NewDesc("hostd_vhost_config_stale", "1 when the vhost serves its previous version because its new files have errors.", v, nil),
 		latency:        prometheus.NewDesc("hostd_request_duration_seconds", "Request latency.", v, nil),
 		handshakes:     prometheus.NewDesc("hostd_tls_handshakes_total", "TLS handshakes by result: full, resumed, failed, shed.", []string{"result"}, nil),
@@ -247,7 +252,7 @@ func (c *metricsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.requests, c.bytes, c.active, c.workers, c.busy, c.hookErrors,
 		c.hookTimeouts, c.cgiSpawns, c.redirects, c.overload, c.sessionErrors, c.configStale, c.latency,
 		c.handshakes, c.generation, c.reloads, c.reloadsPartial, c.unknownHost, c.misdirected, c.refusedPerIP,
-		c.sharedDictBytes} {
+		c.outRequests, c.outRefused, c.outErrors, c.outBytes, c.sharedDictBytes} {
 		ch <- d
 	}
 }
@@ -280,6 +285,12 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.redirects, o.redirects.Load(), name)
 		counter(c.overload, v.limit.rejected.Load(), name)
 		counter(c.sessionErrors, o.sessionErrors.Load(), name)
+		if v.out != nil {
+			counter(c.outRequests, v.out.Stats.Requests.Load(), name)
+			counter(c.outRefused, v.out.Stats.Refused.Load(), name)
+			counter(c.outErrors, v.out.Stats.Errors.Load(), name)
+			counter(c.outBytes, v.out.Stats.BytesRecv.Load(), name)
+		}
 		stale := 0.0
 		if rt.problems[v.cfg.File] != nil {
 			stale = 1

@@ -19,6 +19,7 @@ import (
 	"github.com/hostd/hostd/scripting"
 	"github.com/hostd/hostd/scripting/lua"
 	"github.com/hostd/hostd/scripting/mruby"
+	"github.com/hostd/hostd/scripting/outbound"
 	"github.com/hostd/hostd/scripting/session"
 	"github.com/hostd/hostd/tenant"
 )
@@ -45,6 +46,7 @@ type vhost struct {
 	shared   *scripting.SharedDict
 	scripts  *scripting.ScriptStore      // compiled hooks, shared with the vhost's later versions
 	sessions *session.Manager            // r.session; nil without hooks (session.go)
+	out      *outbound.Client            // hostd.http.request; nil without an outbound key (outbound.go)
 	engines  map[string]scripting.Engine // by file extension
 	hooks    [scripting.PhaseLog + 1][]hook
 
@@ -167,6 +169,9 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 		if v.sessions, err = newSessions(s, vc); err != nil {
 			return nil, err
 		}
+		if v.out, err = newOutbound(s.cfg, vc); err != nil {
+			return nil, fmt.Errorf("outbound: %w", err)
+		}
 		if err := v.buildHooks(); err != nil {
 			return nil, err
 		}
@@ -192,6 +197,9 @@ func (v *vhost) engine(ext string) (scripting.Engine, error) {
 		Scripts: v.scripts,
 		Logger:  v.errLog,
 		FS:      v.fs,
+	}
+	if v.out != nil {
+		cfg.HTTP = v.out
 	}
 	if len(v.cfg.Hooks) > 0 {
 		cfg.HookDir = filepath.Dir(v.cfg.Hooks[0].File)
@@ -228,6 +236,9 @@ func (v *vhost) close() {
 	}
 	if v.sessions != nil {
 		v.sessions.Store().Close()
+	}
+	if v.out != nil {
+		v.out.Close()
 	}
 	if v.fs != nil {
 		v.fs.Close()

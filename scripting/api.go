@@ -186,6 +186,9 @@ type Config struct {
 	// Scripts keeps the compiled hooks beyond the engine's life (see
 	// ScriptStore); nil: the engine keeps its own.
 	Scripts *ScriptStore
+	// HTTP makes the hooks' outbound requests (hostd.http.request); nil:
+	// every outbound request fails with ErrNoOutbound.
+	HTTP HTTPClient
 }
 
 // Errors a run may return.

@@ -31,3 +31,23 @@ func CheckHookFile(f *os.File) error {
 	}
 	return nil
 }
+
+// CheckHookDir accepts a directory a hook opened to list it (Ruby's
+// Dir.children) when it is a directory outside the kernel's file systems.
+func CheckHookDir(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return &os.PathError{Op: "opendir", Path: f.Name(), Err: errNotHookFile}
+	}
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(int(f.Fd()), &st); err != nil {
+		return &os.PathError{Op: "opendir", Path: f.Name(), Err: err}
+	}
+	if kernelFS[int64(st.Type)] {
+		return &os.PathError{Op: "opendir", Path: f.Name(), Err: errNotHookFile}
+	}
+	return nil
+}

@@ -354,6 +354,13 @@ type VHost struct {
 	// Lua io and os functions may reach, besides the document root and
 	// the hook directories.
 	IORoots []string `toml:"io_roots"`
+	// Outbound lists where the vhost's hooks may send HTTP requests
+	// (hostd.http.request): host names ("api.example.com", or
+	// "*.example.com" for any name below it), IP addresses and CIDR
+	// prefixes. Empty: none. Loopback, link-local, private and other
+	// special addresses, and those of the server's session stores, are
+	// reachable only through an address entry that names them.
+	Outbound []string `toml:"outbound"`
 	// ErrorLog receives the tenant's hook and CGI errors (default: the
 	// server's log).
 	ErrorLog string `toml:"error_log"`

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hostd/hostd/sandbox"
+	"github.com/hostd/hostd/scripting/outbound"
 )
 
 // DefaultStateDir is server.state_dir when the main file sets none,
@@ -415,6 +416,11 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 			l.add(file, line("io_roots"), "io_roots %s: %v", v.IORoots[i], unwrapPath(err))
 		} else if !fi.IsDir() {
 			l.add(file, line("io_roots"), "io_roots %s is not a directory", v.IORoots[i])
+		}
+	}
+	for _, e := range v.Outbound {
+		if err := outbound.CheckEntry(e); err != nil {
+			l.add(file, line("outbound"), "outbound %q: %v", e, err)
 		}
 	}
 	l.checkRunAsServer(cfg, file, loc, v)

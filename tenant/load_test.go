@@ -181,6 +181,9 @@ func TestLoadErrors(t *testing.T) {
 		{"io_roots is a file", map[string]string{
 			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\nio_roots = [\"../hooks/x.lua\"]\n", "hooks/x.lua": "",
 		}, "vhosts.d/a.toml", 3, "is not a directory"},
+		{"bad outbound entry", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\n\noutbound = [\"api.example.com\", \"https://x.example\"]\n",
+		}, "vhosts.d/a.toml", 4, `outbound "https://x.example": want a host name without scheme or port`},
 		{"unreadable cert", map[string]string{
 			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\ntls_cert = \"c.pem\"\ntls_key = \"c.key\"\n",
 		}, "vhosts.d/a.toml", 3, "tls_cert"},

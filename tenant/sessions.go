@@ -174,3 +174,24 @@ func validCookieName(s string) bool {
 	}
 	return !strings.HasPrefix(s, "-")
 }
+
+// StoreHosts returns the hosts (names or addresses, without ports) of the
+// session stores s names: the Redis URL's host and its addr parameters,
+// the memcached servers and backups.
+func (s Sessions) StoreHosts() []string {
+	var hosts []string
+	if u, err := url.Parse(s.URL); err == nil && u.Host != "" {
+		hosts = append(hosts, u.Hostname())
+		for _, a := range u.Query()["addr"] {
+			if h, _, err := net.SplitHostPort(a); err == nil {
+				hosts = append(hosts, h)
+			}
+		}
+	}
+	for _, a := range append(slices.Clone(s.Servers), s.Backup...) {
+		if h, _, err := net.SplitHostPort(a); err == nil {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts
+}

@@ -115,7 +115,7 @@ func TestServeSkipBrokenVHosts(t *testing.T) {
 // positional argument is a usage error naming --config; check reports
 // an address it cannot bind at its FILE:LINE:COL.
 func TestCommandLine(t *testing.T) {
-	for _, c := range []string{"serve", "check", "status", "reload", "reopen-logs", "trace", "gen-vhosts", "bench", "version"} {
+	for _, c := range []string{"serve", "check", "status", "reload", "reopen-logs", "trace", "gen-vhosts", "bench", "version", "hook"} {
 		var out, errb bytes.Buffer
 		if code := run([]string{c, "--help"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "usage: hostd "+c) {
 			t.Errorf("%s --help: exit %d, stdout %q, stderr %q", c, code, out.String(), errb.String())

@@ -36,6 +36,9 @@ commands:
   reopen-logs --config FILE   make the running server reopen its logs (logrotate)
   trace   --config FILE [--vhost NAME]   one live line per request
   gen-vhosts --out DIR --count N   write a configuration with N vhosts (scale tests)
+  hook run FILE [--method M] [--path P] [--header K:V] [--body @file] [--vhost-config F]
+                          run one hook once against a synthetic request, print the response
+  hook check FILE...      compile hooks; FILE:LINE for each error (exit 1)
   version                 print the version, VCS revision and build time
 
 exit status: 0 success, 1 error (nothing changed), 2 usage error,
@@ -90,6 +93,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdGenVHosts(args, stdout, stderr)
 	case "bench":
 		return cmdBench(args, stdout, stderr)
+	case "hook":
+		return cmdHook(args, stdout, stderr) // hook.go
 	case "version", "--version", "-v":
 		if code, ok := noFlags("version", args, stdout, stderr); !ok {
 			return code

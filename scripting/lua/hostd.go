@@ -31,11 +31,13 @@ func (v *vm) hostdLib() *glua.LTable {
 	})
 	t.RawSetString("base64", t.RawGetString("base64_encode"))
 	v.hostdAPI(t) // api.go: regex, URL, crypto, JSON sentinels
+	t.RawSetString("http", v.httpLib()) // http.go
 
 	methods := L.NewTable()
 	L.SetFuncs(methods, map[string]glua.LGFunction{
 		"get": v.sGet, "set": v.sSet, "incr": v.sIncr, "delete": v.sDelete,
 	})
+	L.SetFuncs(methods, v.sharedOps()) // shared_ops.go
 	shared := L.NewUserData()
 	mt := L.NewTable()
 	mt.RawSetString("__index", readOnly(L, methods))

@@ -45,6 +45,13 @@ type runState struct {
 	out []byte
 	// re is the VM's pattern cache (api.go).
 	re *scripting.RegexCache
+	// deadline is when the run's time limit ends.
+	deadline time.Time
+	// Issue 16 part B: the VM of the run (require_relative loads into
+	// it), the run's open files (files.go) and the modules it loaded.
+	vm     *vm
+	files  []*rbFile
+	loaded map[string]bool
 }
 
 // callError is a failed host call: an ArgumentError in Ruby when arg is
@@ -92,6 +99,8 @@ func hostdGoCall(h C.uintptr_t, op C.int, in *C.char, inLen C.size_t, out **C.ch
 		switch {
 		case err == nil:
 			res = v
+		case errors.As(err, new(runTimeout)):
+			res, code = err.Error(), C.HOSTD_CALL_TIMEOUT
 		case errors.As(err, &ce):
 			res, code = ce.msg, C.HOSTD_CALL_ERR
 			if ce.arg {
@@ -220,6 +229,15 @@ var opNames = map[int]string{
 	C.HOSTD_OP_SHARED_DELETE: "Hostd.shared.delete", C.HOSTD_OP_SESSION_GET: "r.session.get",
 	C.HOSTD_OP_SESSION_SET: "r.session.set", C.HOSTD_OP_SESSION_DELETE: "r.session.delete",
 	C.HOSTD_OP_SESSION_DESTROY: "r.session.destroy", C.HOSTD_OP_SESSION_REGENERATE_ID: "r.session.regenerate_id",
+	// Issue 16 part B.
+	C.HOSTD_OP_HTTP_REQUEST: "Hostd::HTTP.request",
+	C.HOSTD_OP_SHARED_ADD:   "Hostd.shared.add", C.HOSTD_OP_SHARED_REPLACE: "Hostd.shared.replace",
+	C.HOSTD_OP_SHARED_TTL: "Hostd.shared.ttl", C.HOSTD_OP_SHARED_EXPIRE: "Hostd.shared.expire",
+	C.HOSTD_OP_SHARED_GET_KEYS: "Hostd.shared.get_keys", C.HOSTD_OP_SHARED_CAS: "Hostd.shared.cas",
+	C.HOSTD_OP_FILE_READ: "File.read", C.HOSTD_OP_FILE_EXIST: "File.exist?", C.HOSTD_OP_FILE_OPEN: "File.open",
+	C.HOSTD_OP_FILE_FREAD: "File#read", C.HOSTD_OP_FILE_GETS: "File#gets", C.HOSTD_OP_FILE_WRITE: "File#write",
+	C.HOSTD_OP_FILE_CLOSE: "File#close", C.HOSTD_OP_DIR_CHILDREN: "Dir.children",
+	C.HOSTD_OP_REQUIRE_RELATIVE: "require_relative",
 }
 
 var logLevels = map[string]slog.Level{
@@ -511,6 +529,20 @@ func (rs *runState) call(op int, a args) (any, error) {
 	}
 	if op == C.HOSTD_OP_FN {
 		return rs.fn(a) // api.go
+	}
+	// Issue 16 part B.
+	switch op {
+	case C.HOSTD_OP_HTTP_REQUEST:
+		return rs.httpRequest(a)
+	case C.HOSTD_OP_SHARED_ADD, C.HOSTD_OP_SHARED_REPLACE, C.HOSTD_OP_SHARED_TTL,
+		C.HOSTD_OP_SHARED_EXPIRE, C.HOSTD_OP_SHARED_CAS:
+		return rs.sharedOpsB(op, a)
+	case C.HOSTD_OP_SHARED_GET_KEYS:
+		return rs.sharedKeys(a)
+	case C.HOSTD_OP_FILE_READ, C.HOSTD_OP_FILE_EXIST, C.HOSTD_OP_FILE_OPEN, C.HOSTD_OP_FILE_FREAD,
+		C.HOSTD_OP_FILE_GETS, C.HOSTD_OP_FILE_WRITE, C.HOSTD_OP_FILE_CLOSE, C.HOSTD_OP_DIR_CHILDREN,
+		C.HOSTD_OP_REQUIRE_RELATIVE:
+		return rs.filesCall(op, a) // files.go
 	}
 	return nil, &callError{msg: fmt.Sprintf("unknown host operation %d", op)}
 }

@@ -119,10 +119,7 @@ begin; Hostd.const_set(:INJECTED, 1); rescue FrozenError; end`,
 // notForRuby lists the shared cases that do not apply to mruby hooks, and
 // why.
 var notForRuby = map[string]string{
-	"io_read_file":           "mruby is built without mruby-io: hooks cannot open files",
-	"io_open_missing":        "mruby is built without mruby-io: hooks cannot open files",
-	"io_outside_roots":       "mruby is built without mruby-io: hooks cannot open files",
-	"io_write_rename_remove": "mruby is built without mruby-io: hooks cannot open files",
+	"io_write_rename_remove": "hostd's Ruby File has no rename or delete (Lua's os.rename/os.remove)",
 }
 
 func TestSharedCases(t *testing.T) {

@@ -88,6 +88,9 @@ type vm struct {
 	procs map[*script]*proc
 	fifo  []*script // the keys of procs, oldest loaded first
 	runs  int
+	// pinned is the proc of the run in progress, which install never
+	// releases.
+	pinned *proc
 	// rs is the state of the current run, reached from C through h (made
 	// once per VM, so a run allocates neither).
 	rs runState
@@ -173,7 +176,9 @@ func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, re
 		timeout = min(timeout, time.Until(dl))
 	}
 	rs := &v.rs
-	*rs = runState{e: e, ctx: ctx, phase: phase, path: path, req: req, out: rs.out, re: &v.re}
+	*rs = runState{e: e, ctx: ctx, phase: phase, path: path, req: req, out: rs.out, re: &v.re,
+		deadline: time.Now().Add(timeout), vm: v, files: rs.files}
+	v.pinned = p // require_relative must not evict the running hook's proc
 	// rs is reset below, before v goes back to the pool.
 	var res C.hostd_result
 	C.hostd_vm_run(v.c, p.p, p.lastReturn, p.file, C.int64_t(timeout), C.uintptr_t(v.h), C.uint64_t(rand.Uint64()), &res)
@@ -212,7 +217,9 @@ func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, re
 	if cap(buf) > maxKeptOut {
 		buf = nil
 	}
-	*rs = runState{out: buf}
+	rs.closeFiles()
+	*rs = runState{out: buf, files: rs.files}
+	v.pinned = nil
 	if C.hostd_vm_exceeded(v.c) != 0 {
 		reuse = false
 	}
@@ -384,9 +391,12 @@ func (v *vm) procFor(path string, s *script) (*proc, error) {
 // when v has maxProcs.
 func (v *vm) install(s *script, p *proc) {
 	if len(v.fifo) >= maxProcs {
-		old := v.fifo[0]
-		v.fifo[0] = nil
-		v.fifo = append(v.fifo[:0], v.fifo[1:]...)
+		i := 0
+		if v.procs[v.fifo[0]] == v.pinned {
+			i = 1
+		}
+		old := v.fifo[i]
+		v.fifo = append(v.fifo[:i], v.fifo[i+1:]...)
 		v.release(v.procs[old])
 		delete(v.procs, old)
 	}

@@ -46,6 +46,9 @@ struct hostd_vm {
 	struct RClass *script_class, *request_class, *hin_class, *hout_class,
 		*vars_class, *shared_class, *hostd_mod, *exit_class, *timeout_class,
 		*error_class, *session_class;
+	struct RClass *http_response_class; // issue 16 part B
+	struct RClass *run_class;           // the current run's top-level class (require_relative)
+	mrb_value run_self;                 // and its self
 	mrb_value req;        // the current run's request object
 	uint64_t seed;        // the default Random's seed for the next run
 	mrb_sym base_symidx;
@@ -382,6 +385,10 @@ call_go(mrb_state *mrb, int op, const mrb_value *argv, mrb_int argc)
 	case HOSTD_CALL_EXIT:
 		vm->exit_status = mrb_integer_p(v) ? mrb_integer(v) : 500;
 		mrb_raise(mrb, vm->exit_class, "exit");
+	case HOSTD_CALL_TIMEOUT:
+		vm->stop = 1;
+		vm->timed_out = 1;
+		mrb_raise(mrb, vm->timeout_class, "hook exceeded its time limit");
 	default:
 		mrb_exc_raise(mrb, mrb_exc_new_str(mrb, vm->error_class, mrb_string_p(v) ? v : mrb_str_new_lit(mrb, "host error")));
 	}
@@ -603,6 +610,198 @@ load_prelude(mrb_state *mrb, hostd_vm *vm)
 	}
 }
 
+// ---- issue 16 part B: outbound HTTP ----
+
+// Hostd::HTTP.request(url:, method:, headers:, body:, timeout:, max_body:)
+// (or one Hash): Go returns a Hash of status, headers and body, wrapped
+// here in a Hostd::HTTP::Response.
+static mrb_value
+m_http_request(mrb_state *mrb, mrb_value self)
+{
+	hostd_vm *vm = (hostd_vm *)mrb->ud;
+	const mrb_value *argv;
+	mrb_int argc;
+	mrb_value h, res;
+
+	(void)self;
+	mrb_get_args(mrb, "*", &argv, &argc);
+	h = call_go(mrb, HOSTD_OP_HTTP_REQUEST, argv, argc);
+	res = new_of(mrb, vm->http_response_class);
+	if (mrb_hash_p(h)) {
+		mrb_iv_set(mrb, res, mrb_intern_lit(mrb, "@status"), mrb_hash_get(mrb, h, mrb_str_new_lit(mrb, "status")));
+		mrb_iv_set(mrb, res, mrb_intern_lit(mrb, "@headers"), mrb_hash_get(mrb, h, mrb_str_new_lit(mrb, "headers")));
+		mrb_iv_set(mrb, res, mrb_intern_lit(mrb, "@body"), mrb_hash_get(mrb, h, mrb_str_new_lit(mrb, "body")));
+	}
+	return res;
+}
+
+static mrb_value m_http_status(mrb_state *mrb, mrb_value self) { return mrb_iv_get(mrb, self, mrb_intern_lit(mrb, "@status")); }
+static mrb_value m_http_headers(mrb_state *mrb, mrb_value self) { return mrb_iv_get(mrb, self, mrb_intern_lit(mrb, "@headers")); }
+static mrb_value m_http_body(mrb_state *mrb, mrb_value self) { return mrb_iv_get(mrb, self, mrb_intern_lit(mrb, "@body")); }
+
+#define HOSTD_METHODS_B(X)                          \
+	X(shared_add, HOSTD_OP_SHARED_ADD)          \
+	X(shared_replace, HOSTD_OP_SHARED_REPLACE)  \
+	X(shared_ttl, HOSTD_OP_SHARED_TTL)          \
+	X(shared_expire, HOSTD_OP_SHARED_EXPIRE)    \
+	X(shared_get_keys, HOSTD_OP_SHARED_GET_KEYS) \
+	X(shared_cas, HOSTD_OP_SHARED_CAS)          \
+	X(files_read, HOSTD_OP_FILE_READ)           \
+	X(files_exist, HOSTD_OP_FILE_EXIST)         \
+	X(files_open, HOSTD_OP_FILE_OPEN)           \
+	X(files_fread, HOSTD_OP_FILE_FREAD)         \
+	X(files_gets, HOSTD_OP_FILE_GETS)           \
+	X(files_write, HOSTD_OP_FILE_WRITE)         \
+	X(files_close, HOSTD_OP_FILE_CLOSE)         \
+	X(files_children, HOSTD_OP_DIR_CHILDREN)
+HOSTD_METHODS_B(HOSTD_DEFINE_FN)
+
+// require_relative(name): Go finds and compiles the file (once per
+// version) and answers its proc, or false when this run loaded it
+// already; the proc runs here in the run's top-level class and self, so
+// its methods and constants are the hook's. The run's deadline and memory
+// budget stay as they are.
+struct require_args {
+	hostd_vm *vm;
+	struct RProc *proc;
+};
+
+static mrb_value
+require_body(mrb_state *mrb, mrb_value data)
+{
+	struct require_args *a = (struct require_args *)mrb_cptr(data);
+	MRB_PROC_SET_TARGET_CLASS(a->proc, a->vm->run_class);
+	mrb_yield_with_class(mrb, mrb_obj_value(a->proc), 0, NULL, a->vm->run_self, a->vm->run_class);
+	return mrb_true_value();
+}
+
+static mrb_value
+require_ensure(mrb_state *mrb, mrb_value data)
+{
+	struct require_args *a = (struct require_args *)mrb_cptr(data);
+	(void)mrb;
+	MRB_PROC_SET_TARGET_CLASS(a->proc, a->vm->script_class);
+	return mrb_nil_value();
+}
+
+static mrb_value
+m_require_relative(mrb_state *mrb, mrb_value self)
+{
+	hostd_vm *vm = (hostd_vm *)mrb->ud;
+	mrb_value name, r, data;
+	struct require_args a;
+
+	(void)self;
+	mrb_get_args(mrb, "S", &name);
+	if (!vm->run_class) mrb_raise(mrb, vm->error_class, "require_relative is only available in a hook run");
+	r = call_go(mrb, HOSTD_OP_REQUIRE_RELATIVE, &name, 1);
+	if (!mrb_integer_p(r)) return mrb_false_value();
+	a.vm = vm;
+	a.proc = (struct RProc *)(uintptr_t)mrb_integer(r);
+	data = mrb_cptr_value(mrb, &a);
+	return mrb_ensure(mrb, require_body, data, require_ensure, data);
+}
+
+// The Ruby side of File and Dir over Hostd::Files (files.go).
+static const char hostd_prelude[] =
+	"class File\n"
+	"  attr_reader :path\n"
+	"  def self.read(path) Hostd::Files.read(path) end\n"
+	"  def self.exist?(path) Hostd::Files.exist(path) end\n"
+	"  def self.write(path, data) open(path, 'w') { |f| f.write(data) } end\n"
+	"  def self.open(path, mode = 'r')\n"
+	"    f = new(path, mode)\n"
+	"    return f unless block_given?\n"
+	"    begin\n"
+	"      yield f\n"
+	"    ensure\n"
+	"      f.close unless f.closed?\n"
+	"    end\n"
+	"  end\n"
+	"  def initialize(path, mode = 'r')\n"
+	"    @path = path\n"
+	"    @fd = Hostd::Files.open(path, mode)\n"
+	"  end\n"
+	"  def read(length = nil) Hostd::Files.fread(__fd, length) end\n"
+	"  def gets() Hostd::Files.gets(__fd) end\n"
+	"  def each_line\n"
+	"    return to_enum(:each_line) unless block_given?\n"
+	"    while (l = gets)\n"
+	"      yield l\n"
+	"    end\n"
+	"    self\n"
+	"  end\n"
+	"  def readlines\n"
+	"    a = []\n"
+	"    each_line { |l| a << l }\n"
+	"    a\n"
+	"  end\n"
+	"  def write(*s)\n"
+	"    n = 0\n"
+	"    s.each { |x| n += Hostd::Files.write(__fd, x.to_s) }\n"
+	"    n\n"
+	"  end\n"
+	"  def <<(s) write(s); self end\n"
+	"  def print(*s) write(*s); nil end\n"
+	"  def puts(*s)\n"
+	"    s = [''] if s.empty?\n"
+	"    s.each { |x| x = x.to_s; write(x.end_with?(\"\\n\") ? x : x + \"\\n\") }\n"
+	"    nil\n"
+	"  end\n"
+	"  def close\n"
+	"    Hostd::Files.close(@fd) if @fd\n"
+	"    @fd = nil\n"
+	"  end\n"
+	"  def closed?() @fd.nil? end\n"
+	"  private\n"
+	"  def __fd\n"
+	"    raise Hostd::Error, 'closed stream' unless @fd\n"
+	"    @fd\n"
+	"  end\n"
+	"end\n"
+	"class Dir\n"
+	"  def self.children(path) Hostd::Files.children(path) end\n"
+	"  def self.entries(path) ['.', '..'] + children(path) end\n"
+	"end\n";
+
+static void
+setup_part_b(mrb_state *mrb, hostd_vm *vm)
+{
+	struct RClass *m = mrb_define_module_under(mrb, vm->hostd_mod, "HTTP");
+	struct RClass *c;
+	mrb_define_module_function(mrb, m, "request", m_http_request, MRB_ARGS_ANY());
+	c = vm->http_response_class = mrb_define_class_under(mrb, m, "Response", mrb->object_class);
+	mrb_define_method(mrb, c, "status", m_http_status, MRB_ARGS_NONE());
+	mrb_define_method(mrb, c, "headers", m_http_headers, MRB_ARGS_NONE());
+	mrb_define_method(mrb, c, "body", m_http_body, MRB_ARGS_NONE());
+
+	m = mrb_define_module_under(mrb, vm->hostd_mod, "Files");
+	mrb_define_module_function(mrb, m, "read", m_files_read, MRB_ARGS_REQ(1));
+	mrb_define_module_function(mrb, m, "exist", m_files_exist, MRB_ARGS_REQ(1));
+	mrb_define_module_function(mrb, m, "open", m_files_open, MRB_ARGS_ARG(1, 1));
+	mrb_define_module_function(mrb, m, "fread", m_files_fread, MRB_ARGS_ARG(1, 1));
+	mrb_define_module_function(mrb, m, "gets", m_files_gets, MRB_ARGS_REQ(1));
+	mrb_define_module_function(mrb, m, "write", m_files_write, MRB_ARGS_REQ(2));
+	mrb_define_module_function(mrb, m, "close", m_files_close, MRB_ARGS_REQ(1));
+	mrb_define_module_function(mrb, m, "children", m_files_children, MRB_ARGS_REQ(1));
+	mrb_define_method(mrb, mrb->kernel_module, "require_relative", m_require_relative, MRB_ARGS_REQ(1));
+	mrb_load_string(mrb, hostd_prelude);
+	if (mrb->exc) {
+		mrb_value e = mrb_obj_value(mrb->exc);
+		mrb->exc = NULL;
+		mrb_exc_raise(mrb, e);
+	}
+
+	c = vm->shared_class;
+	mrb_define_method(mrb, c, "add", m_shared_add, MRB_ARGS_ARG(2, 1));
+	mrb_define_method(mrb, c, "replace", m_shared_replace, MRB_ARGS_ARG(2, 1));
+	mrb_define_method(mrb, c, "ttl", m_shared_ttl, MRB_ARGS_REQ(1));
+	mrb_define_method(mrb, c, "expire", m_shared_expire, MRB_ARGS_REQ(2));
+	mrb_define_method(mrb, c, "get_keys", m_shared_get_keys, MRB_ARGS_OPT(1));
+	mrb_define_method(mrb, c, "cas", m_shared_cas, MRB_ARGS_ARG(3, 1));
+	mrb_define_method(mrb, c, "set_if", m_shared_cas, MRB_ARGS_ARG(3, 1));
+}
+
 // ---- VM setup ----
 
 static int
@@ -711,6 +910,8 @@ setup_body(mrb_state *mrb, void *ud)
 	mrb_define_method(mrb, c, "delete", m_session_delete, MRB_ARGS_REQ(1));
 	mrb_define_method(mrb, c, "destroy", m_session_destroy, MRB_ARGS_NONE());
 	mrb_define_method(mrb, c, "regenerate_id", m_session_regenerate_id, MRB_ARGS_NONE());
+
+	setup_part_b(mrb, vm); // issue 16 part B
 
 	// The class every run's fresh, anonymous top-level class inherits from.
 	c = vm->script_class = mrb_define_class_under(mrb, h, "Script", mrb->object_class);
@@ -1104,6 +1305,8 @@ run_body(mrb_state *mrb, void *ud)
 	mrb_value v;
 
 	vm->req = new_of(mrb, vm->request_class);
+	vm->run_class = anon;
+	vm->run_self = self;
 	MRB_PROC_SET_TARGET_CLASS(a->proc, anon);
 	mrb_vm_ci_env_set(ci, NULL);
 	ci->u.target_class = anon;
@@ -1175,6 +1378,8 @@ hostd_vm_run(hostd_vm *vm, struct RProc *proc, int last_return, const char *file
 	mrb->code_fetch_hook = NULL;
 	vm->handle = 0;
 	vm->req = mrb_nil_value();
+	vm->run_class = NULL;
+	vm->run_self = mrb_nil_value();
 	free_pending(vm);
 	MRB_PROC_SET_TARGET_CLASS(proc, vm->script_class);
 	mrb->c->ci->u.target_class = mrb->object_class;

@@ -58,6 +58,7 @@ enum {
 	HOSTD_CALL_ARGERR = 1,   // out holds a message: ArgumentError
 	HOSTD_CALL_ERR = 2,      // out holds a message: Hostd::Error
 	HOSTD_CALL_EXIT = 3,     // out holds the status: end the run
+	HOSTD_CALL_TIMEOUT = 4,  // the run's deadline passed during the call
 };
 
 // Host operations: Ruby methods of Hostd, Hostd::Request and friends call
@@ -81,6 +82,13 @@ enum {
 	// Hostd.__fn(name, *args): the functions of api.go, by name (the
 	// prelude's Regexp, String, MatchData and Hostd helpers call it).
 	HOSTD_OP_FN = 100,
+	// Issue 16 part B.
+	HOSTD_OP_HTTP_REQUEST = 200,
+	HOSTD_OP_SHARED_ADD, HOSTD_OP_SHARED_REPLACE, HOSTD_OP_SHARED_TTL,
+	HOSTD_OP_SHARED_EXPIRE, HOSTD_OP_SHARED_GET_KEYS, HOSTD_OP_SHARED_CAS,
+	HOSTD_OP_FILE_READ, HOSTD_OP_FILE_EXIST, HOSTD_OP_FILE_OPEN, HOSTD_OP_FILE_FREAD,
+	HOSTD_OP_FILE_GETS, HOSTD_OP_FILE_WRITE, HOSTD_OP_FILE_CLOSE, HOSTD_OP_DIR_CHILDREN,
+	HOSTD_OP_REQUIRE_RELATIVE,
 };
 
 #endif

@@ -284,7 +284,7 @@ local outside = "path is outside the tenant's allowed directories"
 r:write(got, "|", tostring(ok), " ", tostring(err:find(outside, 1, true) ~= nil), "|", tostring(ok2), " ", err2,
   "|", tostring(io.open("moved.txt")))`,
 			Want: Want{Body: "written|nil true|nil /etc/hostname: path is outside the tenant's allowed directories|nil"}},
-	}, slices.Concat(luaHostileCases(), apiCases())...)
+	}, slices.Concat(casesB(), luaHostileCases(), apiCases())...)
 }
 
 // luaHostileCases are the Lua reproductions of issue 13 (a hook that

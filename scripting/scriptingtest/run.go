@@ -39,7 +39,10 @@ type Case struct {
 	Timeout time.Duration
 	// MaxFormPart sets Limits.MaxFormPart.
 	MaxFormPart int
-	Want        Want
+	// HTTP gives the engine an outbound client and the request the
+	// headers X-Base and X-Redis (see StartHTTP).
+	HTTP bool
+	Want Want
 }
 
 // Want is what a Case expects after each run.
@@ -161,6 +164,14 @@ func RunCase(t *testing.T, c Case, newEngine func(t *testing.T, cfg scripting.Co
 		cfg.Limits.Timeout = c.Timeout
 	}
 	cfg.Limits.MaxFormPart = c.MaxFormPart
+	if c.HTTP {
+		var hdr map[string]string
+		cfg.HTTP, hdr = StartHTTP(t)
+		for k, v := range c.Req.Headers {
+			hdr[k] = v
+		}
+		c.Req.Headers = hdr
+	}
 	eng := newEngine(t, cfg)
 	t.Cleanup(func() { eng.Close() })
 
