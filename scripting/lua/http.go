@@ -21,7 +21,7 @@ func (v *vm) httpLib() *glua.LTable {
 // Bad arguments are errors.
 func (v *vm) hHTTPRequest(L *glua.LState) int {
 	v.rc.poke() // may be slow: check the deadline at the next instruction
-	x, err := fromLua(L.CheckTable(1), v.e.cfg.Limits.MaxInput)
+	x, err := v.fromLua(L.CheckTable(1))
 	if err != nil {
 		L.ArgError(1, err.Error())
 	}
@@ -61,6 +61,6 @@ func (v *vm) hHTTPRequest(L *glua.LState) int {
 		L.Push(glua.LString(msg))
 		return 2
 	}
-	L.Push(toLua(L, resp.Value()))
+	L.Push(v.toLua(resp.Value()))
 	return 1
 }
