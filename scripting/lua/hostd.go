@@ -30,7 +30,7 @@ func (v *vm) hostdLib() *glua.LTable {
 		"time":          hTime,
 	})
 	t.RawSetString("base64", t.RawGetString("base64_encode"))
-	v.hostdAPI(t) // api.go: regex, URL, crypto, JSON sentinels
+	v.hostdAPI(t)                       // api.go: regex, URL, crypto, JSON sentinels
 	t.RawSetString("http", v.httpLib()) // http.go
 
 	methods := L.NewTable()
