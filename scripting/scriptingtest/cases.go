@@ -281,5 +281,27 @@ local outside = "path is outside the tenant's allowed directories"
 r:write(got, "|", tostring(ok), " ", tostring(err:find(outside, 1, true) ~= nil), "|", tostring(ok2), " ", err2,
   "|", tostring(io.open("moved.txt")))`,
 			Want: Want{Body: "written|nil true|nil /etc/hostname: path is outside the tenant's allowed directories|nil"}},
+
+		// ---- issue 13, mruby: hostile hooks (memory safety, bounded C
+		// work). mruby only (no Lua source): each Lua engine skips them;
+		// the Ruby sources are in scripting/mruby/cases_test.go. ----
+		// mruby 3.1 crashed the server (SIGSEGV in mrb_vm_exec) on these.
+		{Name: "mruby_proc_allocate", Phase: content,
+			Want: Want{Err: "allocator undefined for Proc", ErrLine: 1}},
+		{Name: "mruby_unbound_method_allocate", Phase: content,
+			Want: Want{Err: "allocator undefined for UnboundMethod", ErrLine: 1}},
+		{Name: "mruby_allocate_bound_to_proc", Phase: content,
+			Want: Want{Err: "allocator undefined for Proc", ErrLine: 1}},
+		{Name: "mruby_other_classes_allocate", Phase: content,
+			Want: Want{Body: "refused refused refused refused refused refused"}},
+		// Quadratic in mruby 3.1 (1.9 s in one C call); linear now.
+		{Name: "mruby_quadratic_index", Phase: content,
+			Want: Want{Body: "nil nil false 1"}},
+		// A gsub whose result would be 1 GB: the memory limit stops it.
+		{Name: "mruby_huge_gsub_replacement", Phase: content,
+			Want: Want{ErrIs: scripting.ErrMemory}},
+		// eval compiles at most 256 KiB.
+		{Name: "mruby_eval_too_large", Phase: content,
+			Want: Want{Err: "larger than 262144 bytes", ErrLine: 1}},
 	}
 }
