@@ -19,6 +19,7 @@
 #include <mruby/gc.h>
 #include <mruby/hash.h>
 #include <mruby/irep.h>
+#include <mruby/opcode.h>
 #include <mruby/proc.h>
 #include <mruby/string.h>
 #include <mruby/variable.h>
@@ -146,6 +147,35 @@ hostd_compile_interrupt(mrb_state *mrb)
 
 // ---- timeout hook ----
 
+// calls_out reports whether the instruction op may call a method, which may
+// be a C function that runs for a while (a search over a 64 MiB string):
+// before such an instruction the hook also reads the coarse clock (a few
+// ns), so that a loop of long C calls stops one call after the deadline,
+// not up to HOSTD_TICK calls after it.
+static inline int
+calls_out(mrb_code op)
+{
+	switch (op) {
+	case OP_SEND: case OP_SENDB: case OP_SSEND: case OP_SSENDB: case OP_SUPER:
+	case OP_GETIDX: case OP_SETIDX:
+	case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV:
+	case OP_EQ: case OP_LT: case OP_LE: case OP_GT: case OP_GE:
+	case OP_ARYCAT: case OP_STRCAT:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static int
+past_deadline_coarse(hostd_vm *vm)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+	return now.tv_sec > vm->deadline.tv_sec ||
+	       (now.tv_sec == vm->deadline.tv_sec && now.tv_nsec >= vm->deadline.tv_nsec);
+}
+
 static void
 hostd_code_fetch(mrb_state *mrb, const struct mrb_irep *irep, const mrb_code *pc, mrb_value *regs)
 {
@@ -156,8 +186,11 @@ hostd_code_fetch(mrb_state *mrb, const struct mrb_irep *irep, const mrb_code *pc
 	if (!vm->stop) {
 		if (vm->exceeded) {
 			vm->stop = 1;
+		} else if (--vm->tick) {
+			if (!calls_out(*pc) || !past_deadline_coarse(vm)) return;
+			vm->stop = 1;
+			vm->timed_out = 1;
 		} else {
-			if (--vm->tick) return;
 			vm->tick = HOSTD_TICK;
 			if (!past_deadline(vm)) return;
 			vm->stop = 1;

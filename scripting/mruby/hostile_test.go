@@ -338,3 +338,29 @@ r.write(a.inspect, "|", [GC.respond_to?(:disable), GC.respond_to?(:generational_
 		check(t, on(carol, cdir), on(dave, ddir))
 	})
 }
+
+// TestTimeLimitBetweenLongCalls: a loop of C calls that each take a while
+// (a search over 2 MB) stops soon after the deadline: the hook reads the
+// coarse clock before every instruction that calls a method, not only
+// every 1024 instructions (about 3 s of these calls).
+func TestTimeLimitBetweenLongCalls(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	e := newEngine(scripting.Config{Limits: scripting.Limits{Timeout: timeout}})
+	defer e.Close()
+	dir := t.TempDir()
+	for name, src := range map[string]string{
+		"index.rb":  "s = \"a\" * 2_000_000\nn = \"a\" * 40_000 + \"b\"\nloop { s.index(n) }",
+		"concat.rb": "s = \"a\" * 4_000_000\nloop { t = s + s }",
+		"idx.rb":    "s = \"a\" * 2_000_000\nn = \"a\" * 40_000 + \"b\"\nloop { s[n] }",
+	} {
+		start := time.Now()
+		_, _, err := run(t, e, dir, name, src)
+		took := time.Since(start)
+		if !errors.Is(err, scripting.ErrTimeout) {
+			t.Errorf("%s: err = %v, want a timeout", name, err)
+		}
+		if took > timeout+700*time.Millisecond {
+			t.Errorf("%s: stopped after %v (limit %v)", name, took, timeout)
+		}
+	}
+}
