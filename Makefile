@@ -82,7 +82,8 @@ test: deps $(BUILD_DEPS) vet
 # testdata/fuzz/, which `make test` runs as regression tests. One line per
 # target.
 FUZZTIME ?= 60s
-FUZZ_MRUBY = $(GO) test -run '^$$' -fuzz '^FuzzMrubyHook$$' -fuzztime $(FUZZTIME) -timeout 0 ./scripting/mruby
+FUZZ_MRUBY = $(GO) test -run '^$$' -fuzz '^FuzzMrubyHook$$' -fuzztime $(FUZZTIME) -timeout 0 ./scripting/mruby && \
+	$(GO) test -run '^$$' -fuzz '^FuzzMrubyCalls$$' -fuzztime $(FUZZTIME) -timeout 0 ./scripting/mruby
 fuzz: export TMPDIR = $(shell install -d -m 0755 /run/hostd-test 2>/dev/null && echo /run/hostd-test || echo $${TMPDIR:-/tmp})
 fuzz: $(BUILD_DEPS)
 	$(FUZZ_MRUBY)

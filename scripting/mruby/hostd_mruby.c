@@ -37,6 +37,7 @@
 
 #define HOSTD_TICK 1024   // instructions between two clock reads
 #define HOSTD_CTICK 256   // compile steps (tokens, nodes) between two clock reads
+#define HOSTD_CALL_TICK 4 // method-calling instructions between two coarse clock reads
 #define HOSTD_MAX_DEPTH 100
 // HOSTD_MAX_EVAL bounds the source Kernel#eval, instance_eval, class_eval
 // and module_eval compile (the compile also keeps to the time limit).
@@ -49,6 +50,7 @@ struct hostd_vm {
 	int stop;      // raise on every instruction (sticky until the run ends)
 	int timed_out;
 	uint32_t tick;
+	uint32_t call_tick;
 	int deadline_active;  // a compile or run is under the deadline
 	uint32_t ctick;
 	struct timespec deadline;
@@ -115,6 +117,7 @@ set_deadline(hostd_vm *vm, int64_t timeout_ns)
 		vm->deadline.tv_nsec -= 1000000000;
 	}
 	vm->tick = HOSTD_TICK;
+	vm->call_tick = HOSTD_CALL_TICK;
 	vm->ctick = HOSTD_CTICK;
 	vm->stop = vm->timed_out = 0;
 }
@@ -149,9 +152,9 @@ hostd_compile_interrupt(mrb_state *mrb)
 
 // calls_out reports whether the instruction op may call a method, which may
 // be a C function that runs for a while (a search over a 64 MiB string):
-// before such an instruction the hook also reads the coarse clock (a few
-// ns), so that a loop of long C calls stops one call after the deadline,
-// not up to HOSTD_TICK calls after it.
+// before every HOSTD_CALL_TICK-th such instruction the hook also reads the
+// coarse clock (a few ns), so that a loop of long C calls stops a few
+// calls after the deadline, not up to HOSTD_TICK calls after it.
 static inline int
 calls_out(mrb_code op)
 {
@@ -187,7 +190,9 @@ hostd_code_fetch(mrb_state *mrb, const struct mrb_irep *irep, const mrb_code *pc
 		if (vm->exceeded) {
 			vm->stop = 1;
 		} else if (--vm->tick) {
-			if (!calls_out(*pc) || !past_deadline_coarse(vm)) return;
+			if (!calls_out(*pc) || --vm->call_tick) return;
+			vm->call_tick = HOSTD_CALL_TICK;
+			if (!past_deadline_coarse(vm)) return;
 			vm->stop = 1;
 			vm->timed_out = 1;
 		} else {
