@@ -364,3 +364,36 @@ func TestTimeLimitBetweenLongCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryLimitEverywhere: hooks that run into the memory limit while
+// making closures, fibers, blocks, hashes and strings (so that allocations
+// fail inside the VM's own bookkeeping: env unsharing, stack growth, fiber
+// set-up) end with an error (ErrMemory, the time limit, or mruby's irep
+// reference limit), never a crash, many times over on one child.
+func TestMemoryLimitEverywhere(t *testing.T) {
+	c := startChild(t)
+	defer c.close()
+	hooks := []string{
+		"a = []\nloop { x = [1] * 64; a << -> { x } }",
+		"def m(n); x = \"s\" * n; -> { x }; end\na = []\ni = 0\nloop { a << m(i % 5000); i += 1 }",
+		"a = []\nloop { f = Fiber.new { |x| Fiber.yield(x) }; f.resume(1); a << f }",
+		"a = []\nloop { a << [1, 2, 3].map { |x| y = x; -> { y } } }",
+		"h = {}\ni = 0\nloop { h[i.to_s * 3] = -> { i }; i += 1 }",
+		"def r(n); n > 0 ? [r(n - 1)] : []; end\na = []\nloop { a << r(50) }",
+		"s = \"x\"\nloop { s = s + s + \"y\" }",
+		"a = []\nloop { begin; raise \"x\" * 1000; rescue => e; a << e; end }",
+	}
+	for round := range 3 {
+		for _, src := range hooks {
+			out, err := c.run(src)
+			if err != nil {
+				t.Fatalf("round %d, %q: %v", round, src, err)
+			}
+			// Mostly the memory limit; a closure loop may first meet
+			// mruby's irep reference limit (RuntimeError).
+			if !strings.Contains(out, " err=") {
+				t.Errorf("%q: %s, want an error", src, out)
+			}
+		}
+	}
+}
