@@ -27,7 +27,7 @@ GO_LDFLAGS := -X main.buildRevision=$(REVISION) -X main.buildTime=$(BUILD_TIME)
 DESTDIR ?=
 PREFIX  ?= /usr/local
 
-.PHONY: all build test test-short vet bench demo demo-services deps clean install
+.PHONY: all build test test-short vet bench demo demo-services deps clean install fuzz
 
 all: build
 
@@ -75,6 +75,18 @@ test: deps $(BUILD_DEPS) vet
 	@# the pure-Go build (no libmruby): builds, and its mruby stub says so
 	CGO_ENABLED=0 $(GO) build -tags nomruby -o /dev/null ./cmd/hostd
 	CGO_ENABLED=0 $(GO) test -tags nomruby -count=1 ./scripting/mruby ./tenant
+
+# make fuzz: runs each fuzz target for FUZZTIME (default 60s; `make fuzz
+# FUZZTIME=1h`). A target runs hooks in a child process and reports a crash
+# or a hang with its input; what it finds is kept under the package's
+# testdata/fuzz/, which `make test` runs as regression tests. One line per
+# target.
+FUZZTIME ?= 60s
+FUZZ_MRUBY = $(GO) test -run '^$$' -fuzz '^FuzzMrubyHook$$' -fuzztime $(FUZZTIME) -timeout 0 ./scripting/mruby && \
+	$(GO) test -run '^$$' -fuzz '^FuzzMrubyCalls$$' -fuzztime $(FUZZTIME) -timeout 0 ./scripting/mruby
+fuzz: export TMPDIR = $(shell install -d -m 0755 /run/hostd-test 2>/dev/null && echo /run/hostd-test || echo $${TMPDIR:-/tmp})
+fuzz: $(BUILD_DEPS)
+	$(FUZZ_MRUBY)
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -1,5 +1,5 @@
 # mk/mruby.mk: builds libmruby 3.1.0 for scripting/mruby (cgo) from Debian's
-# mruby source package with hostd's build_config.rb. Included by the top
+# mruby source package with hostd's patches and build_config.rb. Included by the top
 # Makefile; usable alone as `make -f mk/mruby.mk libmruby`.
 #
 #   make libmruby        build build/mruby/lib/libmruby.a + build/mruby/include
@@ -15,7 +15,8 @@ MRUBY_TOP := $(abspath $(MRUBY_MK_DIR)/..)
 MRUBY_OUT := $(MRUBY_TOP)/build/mruby
 MRUBY_LIB := $(MRUBY_OUT)/lib/libmruby.a
 MRUBY_BUILD_FILES := $(MRUBY_TOP)/scripting/mruby/build/build_config.rb \
-	$(MRUBY_TOP)/scripting/mruby/build/build-libmruby.sh
+	$(MRUBY_TOP)/scripting/mruby/build/build-libmruby.sh \
+	$(wildcard $(MRUBY_TOP)/scripting/mruby/build/patches/*.patch)
 MRUBY_DEB_PACKAGES := ruby rake bison gcc libc6-dev dpkg-dev
 
 .PHONY: libmruby libmruby-clean

@@ -92,3 +92,14 @@ func rssKB(t *testing.T) int {
 	sandboxtest.Skipf(t, "no VmRSS")
 	return 0
 }
+
+// BenchmarkLoopMruby runs a hook of 100,000 loop iterations, each with a
+// method call and operators: the cost of the time-limit checks per
+// instruction.
+func BenchmarkLoopMruby(b *testing.B) {
+	e := newEngine(scripting.Config{})
+	defer e.Close()
+	path := scriptingtest.WriteHook(b, b.TempDir()+"/loop.rb",
+		"i = 0\ns = 0\nwhile i < 100_000\n  s += i.to_s.size\n  i += 1\nend\nr.write(s.to_s)")
+	scriptingtest.BenchmarkRun(b, e, path, "488890")
+}

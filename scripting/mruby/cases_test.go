@@ -114,6 +114,26 @@ begin; class ::String; def hacked; 1; end; end; rescue FrozenError; end`,
 	"api_module_read_only/before": `begin; def Hostd.log(*a); end; rescue FrozenError; end
 begin; Hostd.const_set(:INJECTED, 1); rescue FrozenError; end`,
 	"api_module_read_only": `r.write(Hostd.respond_to?(:log) ? "function" : "nil", " ", Hostd.const_defined?(:INJECTED) ? "1" : "nil")`,
+
+	// Issue 13: hostile hooks (scripting/scriptingtest/cases.go, the block
+	// at the end).
+	"mruby_proc_allocate":           `Proc.allocate.call`,
+	"mruby_unbound_method_allocate": `UnboundMethod.allocate.bind(1).call`,
+	"mruby_allocate_bound_to_proc":  `Class.instance_method(:allocate).bind(Proc).call.call`,
+	"mruby_other_classes_allocate": `out = [Method, Struct, Rational, Class.new(Proc), Proc.clone, Class.new(UnboundMethod)].map do |c|
+  begin
+    c.allocate
+    "allocated"
+  rescue TypeError
+    "refused"
+  end
+end
+r.write(out.join(" "))`,
+	"mruby_quadratic_index": `s = "a" * 2_000_000
+n = "a" * 40_000 + "b"
+r.write(s.index(n).inspect, " ", s.rindex("b" + n).inspect, " ", s.include?(n).inspect, " ", s.split(n).size)`,
+	"mruby_huge_gsub_replacement": `r.write(("a" * 1_000).gsub("a", "b" * 1_000_000).size)`,
+	"mruby_eval_too_large":        `eval("1;" * 200_000)`,
 }
 
 // notForRuby lists the shared cases that do not apply to mruby hooks, and

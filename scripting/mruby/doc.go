@@ -1,7 +1,8 @@
 // Package mruby runs .rb hooks with mruby 3.1 through a small cgo binding
 // (hostd_mruby.c) against build/mruby/lib/libmruby.a, built by
-// `make libmruby` (mk/mruby.mk) with the defines listed in
-// build/build_config.rb. An Engine serves one tenant from a bounded pool of
+// `make libmruby` (mk/mruby.mk) with hostd's patch series (build/patches:
+// memory-safety fixes ported from upstream, linear string search, a compile
+// time limit) and the defines listed in build/build_config.rb. An Engine serves one tenant from a bounded pool of
 // mrb_states, its own (New) or shared by many tenants (Pool.Engine), each
 // used by one goroutine at a time; a hook is compiled once per version into
 // bytecode that any VM loads; every run gets a fresh

@@ -245,7 +245,7 @@ func (e *Engine) Check(path string) error {
 	if err != nil {
 		return err
 	}
-	p, err := v.compile(path, src)
+	p, err := v.compile(path, src, e.cfg.Limits.Timeout)
 	if err == nil {
 		v.release(p)
 	}
@@ -297,9 +297,10 @@ func (v *vm) close() {
 	v.c, v.procs, v.fifo = nil, nil, nil
 }
 
-// compile compiles src as path; a syntax error is a *scripting.ScriptError
-// with the line.
-func (v *vm) compile(path string, src []byte) (*proc, error) {
+// compile compiles src as path within timeout; a syntax error is a
+// *scripting.ScriptError with the line, a compile that takes longer than
+// timeout one wrapping scripting.ErrTimeout.
+func (v *vm) compile(path string, src []byte, timeout time.Duration) (*proc, error) {
 	file := C.CString(path)
 	var (
 		p    *C.struct_RProc
@@ -311,13 +312,16 @@ func (v *vm) compile(path string, src []byte) (*proc, error) {
 	if len(src) > 0 {
 		srcp = (*C.char)(unsafe.Pointer(unsafe.SliceData(src)))
 	}
-	rc := C.hostd_vm_compile(v.c, srcp, C.size_t(len(src)), file, &p, &last, &line, &msg)
+	rc := C.hostd_vm_compile(v.c, srcp, C.size_t(len(src)), file, C.int64_t(timeout), &p, &last, &line, &msg)
 	if rc != 0 {
 		C.free(unsafe.Pointer(file))
 		m := "compile error"
 		if msg != nil {
 			m = C.GoString(msg)
 			C.free(unsafe.Pointer(msg))
+		}
+		if rc == 3 {
+			return nil, &scripting.ScriptError{File: path, Msg: fmt.Sprintf("hook exceeded its time limit (%v) while compiling", timeout), Err: scripting.ErrTimeout}
 		}
 		if rc == 1 {
 			m = "syntax error: " + m
@@ -353,7 +357,7 @@ func (e *Engine) load(path string, v *vm) (*proc, error) {
 		if err != nil {
 			return nil, err
 		}
-		p, err := v.compile(path, src)
+		p, err := v.compile(path, src, e.cfg.Limits.Timeout)
 		if err != nil {
 			return nil, err
 		}

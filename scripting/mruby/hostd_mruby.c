@@ -19,17 +19,29 @@
 #include <mruby/gc.h>
 #include <mruby/hash.h>
 #include <mruby/irep.h>
+#include <mruby/opcode.h>
 #include <mruby/proc.h>
 #include <mruby/string.h>
 #include <mruby/variable.h>
 
 #include "hostd_mruby_node.h"
 
+// hostd's patch series (scripting/mruby/build/patches) must be in the
+// library: it defines the allocator flag and the compile interrupt.
+#ifndef MRB_FL_UNDEF_ALLOCATE
+#error "libmruby lacks hostd's patches (scripting/mruby/build/patches); rebuild it with make libmruby"
+#endif
+
 #include "hostd_mruby.h"
 #include "_cgo_export.h"
 
 #define HOSTD_TICK 1024   // instructions between two clock reads
+#define HOSTD_CTICK 256   // compile steps (tokens, nodes) between two clock reads
+#define HOSTD_CALL_TICK 4 // method-calling instructions between two coarse clock reads
 #define HOSTD_MAX_DEPTH 100
+// HOSTD_MAX_EVAL bounds the source Kernel#eval, instance_eval, class_eval
+// and module_eval compile (the compile also keeps to the time limit).
+#define HOSTD_MAX_EVAL (256 << 10)
 
 struct hostd_vm {
 	mrb_state *mrb;
@@ -38,7 +50,11 @@ struct hostd_vm {
 	int stop;      // raise on every instruction (sticky until the run ends)
 	int timed_out;
 	uint32_t tick;
+	uint32_t call_tick;
+	int deadline_active;  // a compile or run is under the deadline
+	uint32_t ctick;
 	struct timespec deadline;
+	mrb_func_t eval_fn[3]; // mruby-eval's eval, instance_eval, class_eval
 	uintptr_t handle;     // cgo.Handle of the Go run state; 0 outside runs
 	int64_t exit_status;  // set by r.exit / r.redirect
 	int explicit_return;  // the run ended with a top-level `return`
@@ -95,26 +111,101 @@ hostd_allocf(mrb_state *mrb, void *p, size_t size, void *ud)
 	return n + 1;
 }
 
+// ---- deadline ----
+
+static void
+set_deadline(hostd_vm *vm, int64_t timeout_ns)
+{
+	clock_gettime(CLOCK_MONOTONIC, &vm->deadline);
+	if (timeout_ns < 0) timeout_ns = 0;
+	vm->deadline.tv_sec += timeout_ns / 1000000000;
+	vm->deadline.tv_nsec += timeout_ns % 1000000000;
+	if (vm->deadline.tv_nsec >= 1000000000) {
+		vm->deadline.tv_sec++;
+		vm->deadline.tv_nsec -= 1000000000;
+	}
+	vm->tick = HOSTD_TICK;
+	vm->call_tick = HOSTD_CALL_TICK;
+	vm->ctick = HOSTD_CTICK;
+	vm->stop = vm->timed_out = 0;
+}
+
+static int
+past_deadline(hostd_vm *vm)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec > vm->deadline.tv_sec ||
+	       (now.tv_sec == vm->deadline.tv_sec && now.tv_nsec >= vm->deadline.tv_nsec);
+}
+
+// hostd_compile_interrupt is mrb_state.compile_interrupt (patch 0007): the
+// parser calls it per token and the code generator per node, so that
+// compiling a hook file or an eval'd string keeps to the deadline.
+static int
+hostd_compile_interrupt(mrb_state *mrb)
+{
+	hostd_vm *vm = (hostd_vm *)mrb->ud;
+	if (!vm || !vm->deadline_active) return 0;
+	if (vm->timed_out) return 1;
+	if (--vm->ctick) return 0;
+	vm->ctick = HOSTD_CTICK;
+	if (!past_deadline(vm)) return 0;
+	vm->timed_out = 1;
+	vm->stop = 1; // a run raises the timeout at its next instruction
+	return 1;
+}
+
 // ---- timeout hook ----
+
+// calls_out reports whether the instruction op may call a method, which may
+// be a C function that runs for a while (a search over a 64 MiB string):
+// before every HOSTD_CALL_TICK-th such instruction the hook also reads the
+// coarse clock (a few ns), so that a loop of long C calls stops a few
+// calls after the deadline, not up to HOSTD_TICK calls after it.
+static inline int
+calls_out(mrb_code op)
+{
+	switch (op) {
+	case OP_SEND: case OP_SENDB: case OP_SSEND: case OP_SSENDB: case OP_SUPER:
+	case OP_GETIDX: case OP_SETIDX:
+	case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV:
+	case OP_EQ: case OP_LT: case OP_LE: case OP_GT: case OP_GE:
+	case OP_ARYCAT: case OP_STRCAT:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static int
+past_deadline_coarse(hostd_vm *vm)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+	return now.tv_sec > vm->deadline.tv_sec ||
+	       (now.tv_sec == vm->deadline.tv_sec && now.tv_nsec >= vm->deadline.tv_nsec);
+}
 
 static void
 hostd_code_fetch(mrb_state *mrb, const struct mrb_irep *irep, const mrb_code *pc, mrb_value *regs)
 {
 	hostd_vm *vm = (hostd_vm *)mrb->ud;
-	struct timespec now;
 
 	(void)irep;
 	(void)regs;
 	if (!vm->stop) {
 		if (vm->exceeded) {
 			vm->stop = 1;
+		} else if (--vm->tick) {
+			if (!calls_out(*pc) || --vm->call_tick) return;
+			vm->call_tick = HOSTD_CALL_TICK;
+			if (!past_deadline_coarse(vm)) return;
+			vm->stop = 1;
+			vm->timed_out = 1;
 		} else {
-			if (--vm->tick) return;
 			vm->tick = HOSTD_TICK;
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			if (now.tv_sec < vm->deadline.tv_sec ||
-			    (now.tv_sec == vm->deadline.tv_sec && now.tv_nsec < vm->deadline.tv_nsec))
-				return;
+			if (!past_deadline(vm)) return;
 			vm->stop = 1;
 			vm->timed_out = 1;
 		}
@@ -802,6 +893,45 @@ setup_part_b(mrb_state *mrb, hostd_vm *vm)
 	mrb_define_method(mrb, c, "set_if", m_shared_cas, MRB_ARGS_ARG(3, 1));
 }
 
+// ---- eval size limit ----
+
+static mrb_value
+eval_guard(mrb_state *mrb, mrb_value self, int which)
+{
+	hostd_vm *vm = (hostd_vm *)mrb->ud;
+	mrb_int argc = mrb_get_argc(mrb);
+	const mrb_value *argv = mrb_get_argv(mrb);
+	if (argc > 0 && mrb_string_p(argv[0]) && RSTRING_LEN(argv[0]) > HOSTD_MAX_EVAL)
+		mrb_raisef(mrb, E_ARGUMENT_ERROR, "eval: the source (%i bytes) is larger than %i bytes",
+			   RSTRING_LEN(argv[0]), (mrb_int)HOSTD_MAX_EVAL);
+	return vm->eval_fn[which](mrb, self);
+}
+
+static mrb_value m_eval_guard(mrb_state *mrb, mrb_value self) { return eval_guard(mrb, self, 0); }
+static mrb_value m_instance_eval_guard(mrb_state *mrb, mrb_value self) { return eval_guard(mrb, self, 1); }
+static mrb_value m_class_eval_guard(mrb_state *mrb, mrb_value self) { return eval_guard(mrb, self, 2); }
+
+// guard_eval puts eval_guard in front of mruby-eval's C functions.
+static void
+guard_eval(mrb_state *mrb, hostd_vm *vm)
+{
+	struct RClass *bob = mrb_class_get(mrb, "BasicObject");
+	mrb_method_t m;
+
+	m = mrb_method_search(mrb, mrb->kernel_module, mrb_intern_lit(mrb, "eval"));
+	vm->eval_fn[0] = MRB_METHOD_CFUNC(m);
+	m = mrb_method_search(mrb, bob, mrb_intern_lit(mrb, "instance_eval"));
+	vm->eval_fn[1] = MRB_METHOD_CFUNC(m);
+	m = mrb_method_search(mrb, mrb->module_class, mrb_intern_lit(mrb, "class_eval"));
+	vm->eval_fn[2] = MRB_METHOD_CFUNC(m);
+	if (!vm->eval_fn[0] || !vm->eval_fn[1] || !vm->eval_fn[2])
+		mrb_raise(mrb, E_RUNTIME_ERROR, "mruby-eval's methods are not C functions");
+	mrb_define_module_function(mrb, mrb->kernel_module, "eval", m_eval_guard, MRB_ARGS_ARG(1, 3));
+	mrb_define_method(mrb, bob, "instance_eval", m_instance_eval_guard, MRB_ARGS_OPT(3) | MRB_ARGS_BLOCK());
+	mrb_define_method(mrb, mrb->module_class, "module_eval", m_class_eval_guard, MRB_ARGS_OPT(3) | MRB_ARGS_BLOCK());
+	mrb_define_method(mrb, mrb->module_class, "class_eval", m_class_eval_guard, MRB_ARGS_OPT(3) | MRB_ARGS_BLOCK());
+}
+
 // ---- VM setup ----
 
 static int
@@ -830,6 +960,23 @@ freeze_obj(mrb_state *mrb, struct RBasic *obj, void *data)
 	case MRB_TT_CLASS:
 	case MRB_TT_MODULE:
 	case MRB_TT_SCLASS:
+		// No Class#allocate or Class#new for a class whose instances
+		// carry C state only their own constructor sets up (patch 0001
+		// covers Proc, Method, UnboundMethod, Struct and Rational; this
+		// catches any other class of these instance types).
+		if (obj->tt == MRB_TT_CLASS) {
+			struct RClass *c = (struct RClass *)obj;
+			switch (MRB_INSTANCE_TT(c)) {
+			case MRB_TT_PROC:
+			case MRB_TT_ENV:
+			case MRB_TT_BREAK:
+			case MRB_TT_CPTR:
+				MRB_UNDEF_ALLOCATOR(c);
+				break;
+			default:
+				break;
+			}
+		}
 		MRB_SET_FROZEN_FLAG(obj);
 		mrb_iv_foreach(mrb, mrb_obj_value(obj), freeze_const, NULL);
 		break;
@@ -931,6 +1078,11 @@ setup_body(mrb_state *mrb, void *ud)
 	mrb_undef_class_method(mrb, c, "interval_ratio=");
 	mrb_undef_class_method(mrb, c, "step_ratio=");
 	mrb_undef_class_method(mrb, c, "generational_mode=");
+	guard_eval(mrb, vm);
+
+	// NilClass.allocate made a (truthy) object of class NilClass.
+	MRB_UNDEF_ALLOCATOR(mrb->nil_class);
+	MRB_UNDEF_ALLOCATOR(mrb->false_class);
 
 	load_prelude(mrb, vm);
 	vm->re_cache = mrb_hash_new(mrb);
@@ -1076,6 +1228,7 @@ hostd_vm_new(size_t mem_limit, const char *prelude, size_t prelude_len, char **e
 		return NULL;
 	}
 	vm->mrb->ud = vm;
+	vm->mrb->compile_interrupt = hostd_compile_interrupt;
 	vm->gc_root = mrb_intern_lit(vm->mrb, "_gc_root_");
 	r = mrb_protect_error(vm->mrb, setup_body, vm, &failed);
 	vm->prelude = NULL; // Go memory: not kept past this call
@@ -1143,7 +1296,7 @@ compile_body(mrb_state *mrb, void *ud)
 }
 
 int
-hostd_vm_compile(hostd_vm *vm, const char *src, size_t len, const char *file,
+hostd_vm_compile(hostd_vm *vm, const char *src, size_t len, const char *file, int64_t timeout_ns,
 		 struct RProc **proc, int *last_return, int *line, char **msg)
 {
 	mrb_state *mrb = vm->mrb;
@@ -1156,8 +1309,16 @@ hostd_vm_compile(hostd_vm *vm, const char *src, size_t len, const char *file,
 	*proc = NULL;
 	*line = 0;
 	*msg = NULL;
+	set_deadline(vm, timeout_ns);
+	vm->deadline_active = 1;
 	r = mrb_protect_error(mrb, compile_body, &a, &failed);
-	if (failed) {
+	vm->deadline_active = 0;
+	if (vm->timed_out) {
+		if (a.proc) mrb_gc_unregister(mrb, mrb_obj_value(a.proc));
+		a.proc = NULL;
+		*msg = dup_cstr("compile time limit exceeded", 27);
+		rc = 3;
+	} else if (failed) {
 		*msg = describe(mrb, r, NULL, line);
 		rc = 2;
 	} else if (!a.p) {
@@ -1357,24 +1518,17 @@ hostd_vm_run(hostd_vm *vm, struct RProc *proc, int last_return, const char *file
 	int ai = mrb_gc_arena_save(mrb);
 
 	memset(res, 0, sizeof(*res));
-	clock_gettime(CLOCK_MONOTONIC, &vm->deadline);
-	if (timeout_ns < 0) timeout_ns = 0;
-	vm->deadline.tv_sec += timeout_ns / 1000000000;
-	vm->deadline.tv_nsec += timeout_ns % 1000000000;
-	if (vm->deadline.tv_nsec >= 1000000000) {
-		vm->deadline.tv_sec++;
-		vm->deadline.tv_nsec -= 1000000000;
-	}
-	vm->tick = HOSTD_TICK;
-	vm->stop = vm->timed_out = 0;
+	set_deadline(vm, timeout_ns);
 	vm->exit_status = 0;
 	vm->explicit_return = 0;
 	vm->handle = handle;
 	vm->seed = seed;
 	mrb->code_fetch_hook = hostd_code_fetch;
+	vm->deadline_active = 1;
 
 	r = mrb_protect_error(mrb, run_body, &a, &failed);
 
+	vm->deadline_active = 0;
 	mrb->code_fetch_hook = NULL;
 	vm->handle = 0;
 	vm->req = mrb_nil_value();

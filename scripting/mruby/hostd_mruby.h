@@ -31,9 +31,10 @@ typedef struct {
 hostd_vm *hostd_vm_new(size_t mem_limit, const char *prelude, size_t prelude_len, char **err);
 void hostd_vm_free(hostd_vm *vm);
 // hostd_vm_compile returns 0 and a GC-registered proc, 1 for a syntax error
-// (line, msg), 2 for another failure (msg).
-// last_return tells whether the last top-level statement is `return`.
-int hostd_vm_compile(hostd_vm *vm, const char *src, size_t len, const char *file,
+// (line, msg), 2 for another failure (msg), 3 when the compile took longer
+// than timeout_ns. last_return tells whether the last top-level statement
+// is `return`.
+int hostd_vm_compile(hostd_vm *vm, const char *src, size_t len, const char *file, int64_t timeout_ns,
 		     struct RProc **proc, int *last_return, int *line, char **msg);
 void hostd_vm_release(hostd_vm *vm, struct RProc *proc);
 // hostd_vm_dump writes proc's bytecode (RITE, with line numbers) into a

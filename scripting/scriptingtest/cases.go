@@ -284,7 +284,7 @@ local outside = "path is outside the tenant's allowed directories"
 r:write(got, "|", tostring(ok), " ", tostring(err:find(outside, 1, true) ~= nil), "|", tostring(ok2), " ", err2,
   "|", tostring(io.open("moved.txt")))`,
 			Want: Want{Body: "written|nil true|nil /etc/hostname: path is outside the tenant's allowed directories|nil"}},
-	}, slices.Concat(casesB(), luaHostileCases(), apiCases())...)
+	}, slices.Concat(casesB(), luaHostileCases(), mrubyHostileCases(), apiCases())...)
 }
 
 // luaHostileCases are the Lua reproductions of issue 13 (a hook that
@@ -385,4 +385,33 @@ func manyConstants(n int) string {
 		fmt.Fprintf(&b, "t[#t+1] = \"c%d\"\n", i)
 	}
 	return b.String()
+}
+
+// mrubyHostileCases are the mruby reproductions of issue 13 (memory
+// safety, bounded C work). mruby only (no Lua source): the Lua engine
+// skips them; the Ruby sources are in scripting/mruby/cases_test.go.
+func mrubyHostileCases() []Case {
+	const content = scripting.PhaseContent
+	return []Case{
+		// mruby 3.1 crashed the server (SIGSEGV in mrb_vm_exec) on these.
+		{Name: "mruby_proc_allocate", Phase: content,
+			Want: Want{Err: "allocator undefined for Proc", ErrLine: 1}},
+		{Name: "mruby_unbound_method_allocate", Phase: content,
+			Want: Want{Err: "allocator undefined for UnboundMethod", ErrLine: 1}},
+		{Name: "mruby_allocate_bound_to_proc", Phase: content,
+			Want: Want{Err: "allocator undefined for Proc", ErrLine: 1}},
+		{Name: "mruby_other_classes_allocate", Phase: content,
+			Want: Want{Body: "refused refused refused refused refused refused"}},
+		// Quadratic in mruby 3.1 (1.9 s in one C call); linear now.
+		{Name: "mruby_quadratic_index", Phase: content,
+			Want: Want{Body: "nil nil false 1"}},
+		// A gsub whose result would be 1 GB: the memory limit stops it
+		// (the longer time limit: 64 MiB of fresh pages can take a second
+		// on a loaded machine).
+		{Name: "mruby_huge_gsub_replacement", Phase: content, Timeout: 10 * time.Second,
+			Want: Want{ErrIs: scripting.ErrMemory}},
+		// eval compiles at most 256 KiB.
+		{Name: "mruby_eval_too_large", Phase: content,
+			Want: Want{Err: "larger than 262144 bytes", ErrLine: 1}},
+	}
 }

@@ -6,16 +6,20 @@
 # The source is Debian's mruby source package, fetched with `apt-get source`
 # through a private apt configuration under OUT_DIR/apt (deb-src entries
 # derived from the machine's own apt sources; the system's apt configuration
-# is not touched and signature verification stays on). The build uses
+# is not touched and signature verification stays on). hostd's own patch
+# series, scripting/mruby/build/patches/*.patch (memory-safety fixes ported
+# from upstream mruby, linear string search; see docs/mruby.md), is applied
+# in order to a copy of it (OUT_DIR/patched) after Debian's patches; a patch
+# that does not apply stops the build. The build uses
 # scripting/mruby/build/build_config.rb. Run through mk/mruby.mk
 # (`make libmruby`), which skips it when the library exists.
 #
-# Needs: ruby rake bison gcc libc6-dev dpkg-dev (installed with apt-get when
+# Needs: ruby rake bison gcc libc6-dev dpkg-dev patch (installed with apt-get when
 # missing and running as root).
 set -eu
 
 MRUBY_UPSTREAM=3.1.0
-PACKAGES="ruby rake bison gcc libc6-dev dpkg-dev"
+PACKAGES="ruby rake bison gcc libc6-dev dpkg-dev patch"
 
 die() { echo "build-libmruby: $*" >&2; exit 1; }
 log() { echo "build-libmruby: $*" >&2; }
@@ -29,7 +33,7 @@ config="$here/build_config.rb"
 
 # 1. Build tools.
 missing=""
-for tool in ruby rake bison gcc ar dpkg-source; do
+for tool in ruby rake bison gcc ar dpkg-source patch; do
 	command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
 done
 if [ -n "$missing" ]; then
@@ -86,14 +90,26 @@ CONF
 	unset APT_CONFIG
 fi
 
-# 3. Build. CFLAGS/LDFLAGS from the environment are not used (build_config.rb
+# 3. hostd's patches, on a fresh copy of the source.
+patched="$out/patched"
+rm -rf "$patched"
+cp -R "$srcdir" "$patched"
+rm -f "$patched/.hostd-complete"
+for p in "$here"/patches/*.patch; do
+	[ -f "$p" ] || continue
+	log "applying $(basename "$p")"
+	patch -d "$patched" -p1 --batch --forward --no-backup-if-mismatch -s <"$p" ||
+		die "$(basename "$p") does not apply to the mruby source in $srcdir"
+done
+
+# 4. Build. CFLAGS/LDFLAGS from the environment are not used (build_config.rb
 # sets the flags), so the library matches the cgo side's defines.
 work="$out/work"
 rm -rf "$work"
 log "building libmruby in $work"
 jobs=$(nproc 2>/dev/null || echo 2)
 (
-	cd "$srcdir"
+	cd "$patched"
 	unset CFLAGS CXXFLAGS LDFLAGS DEB_TARGET_ARCH
 	export MRUBY_CONFIG="$config" MRUBY_BUILD_DIR="$work" \
 		HOSTD_MRUBY_CFLAGS_FILE="$out/cflags.tmp"
@@ -105,16 +121,19 @@ jobs=$(nproc 2>/dev/null || echo 2)
 lib="$work/hostd/lib/libmruby.a"
 [ -f "$lib" ] || die "rake did not produce $lib"
 
-# 4. Install: headers and cflags first, the library last (its presence
+# 5. Install: headers and cflags first, the library last (its presence
 # marks a complete build for make).
 rm -rf "$out/include" "$out/lib"
 mkdir -p "$out/include" "$out/lib"
-cp -R "$srcdir/include/." "$out/include/"
+cp -R "$patched/include/." "$out/include/"
 # The parser's node types, to tell an explicit top-level `return` (see
 # hostd_mruby.c).
-cp "$srcdir/mrbgems/mruby-compiler/core/node.h" "$out/include/hostd_mruby_node.h"
+cp "$patched/mrbgems/mruby-compiler/core/node.h" "$out/include/hostd_mruby_node.h"
 mv "$out/cflags.tmp" "$out/cflags"
-ls "$srcroot"/*.dsc | sed 's,.*/,,' >"$out/SOURCE"
+{
+	ls "$srcroot"/*.dsc | sed 's,.*/,,'
+	for p in "$here"/patches/*.patch; do [ -f "$p" ] && basename "$p"; done
+} >"$out/SOURCE"
 cp "$lib" "$out/lib/libmruby.a.tmp"
 mv "$out/lib/libmruby.a.tmp" "$out/lib/libmruby.a"
 log "done: $out/lib/libmruby.a ($(cat "$out/cflags"))"
