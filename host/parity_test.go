@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -191,5 +192,43 @@ func TestHTTP1StrictParsing(t *testing.T) {
 	io.Copy(io.Discard, resp.Body)
 	if resp.StatusCode != 405 || !resp.Close {
 		t.Errorf("unread 100-continue body: %d close=%v, want 405 (no 100 Continue) and close", resp.StatusCode, resp.Close)
+	}
+}
+
+// TestStaticHeadersFollowTheFile: the precomputed header values of a file
+// are keyed by its identity and times, so a file rewritten with the same
+// size and mtime (ctime moves) is typed anew, and HEAD and GET agree.
+func TestStaticHeadersFollowTheFile(t *testing.T) {
+	files := twoTenants()
+	text := "plain text, no extension to go by\n"
+	files["alice/blob"] = text
+	s := hosttest.Start(t, files)
+	c := s.Client("alice.example", false)
+	p := filepath.Join(s.Dir, "alice/blob")
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := hosttest.Get(t, c, "https://alice.example/blob")
+	if ct := r.Header.Get("Content-Type"); ct != "text/plain; charset=utf-8" || r.Body != text {
+		t.Fatalf("text: %q %q", ct, r.Body)
+	}
+	png := "\x89PNG\r\n\x1a\n" + strings.Repeat("\x00", len(text)-8)
+	time.Sleep(10 * time.Millisecond) // a later ctime
+	if err := os.WriteFile(p, []byte(png), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"HEAD", "GET"} {
+		req, _ := http.NewRequest(m, "https://alice.example/blob", nil)
+		r := hosttest.Do(t, c, req)
+		if ct := r.Header.Get("Content-Type"); ct != "image/png" || r.Header.Get("Content-Length") != strconv.Itoa(len(png)) {
+			t.Errorf("%s after rewrite: %q, length %s", m, ct, r.Header.Get("Content-Length"))
+		}
+		if m == "GET" && r.Body != png {
+			t.Errorf("GET after rewrite: %q", r.Body)
+		}
 	}
 }
