@@ -27,7 +27,7 @@ GO_LDFLAGS := -X main.buildRevision=$(REVISION) -X main.buildTime=$(BUILD_TIME)
 DESTDIR ?=
 PREFIX  ?= /usr/local
 
-.PHONY: all build test test-short vet bench demo demo-services deps clean install
+.PHONY: all build test test-short test-deps vet bench demo demo-services deps clean install
 
 all: build
 
@@ -70,11 +70,20 @@ vet: $(BUILD_DEPS)
 # /var/tmp without its sticky bit, as some shared machines have them): as
 # root the tests use a directory of their own, /run/hostd-test (0755).
 test: export TMPDIR = $(shell install -d -m 0755 /run/hostd-test 2>/dev/null && echo /run/hostd-test || echo $${TMPDIR:-/tmp})
-test: deps $(BUILD_DEPS) vet
+test: deps test-deps $(BUILD_DEPS) vet
 	$(GO) test -race -count=1 -timeout 20m ./...
+	@# host's suite again with every client on HTTP/2 (the run above uses
+	@# hostd's HTTP/1.1 path for most of it): both transports pass
+	HOSTD_TEST_HTTP=h2 $(GO) test -race -count=1 -timeout 20m ./host/
 	@# the pure-Go build (no libmruby): builds, and its mruby stub says so
 	CGO_ENABLED=0 $(GO) build -tags nomruby -o /dev/null ./cmd/hostd
 	CGO_ENABLED=0 $(GO) test -tags nomruby -count=1 ./scripting/mruby ./tenant
+
+# Go tools the tests run (skipped when missing, except in CI): h2spec.
+H2SPEC := $(shell $(GO) env GOPATH)/bin/h2spec
+test-deps: $(H2SPEC)
+$(H2SPEC):
+	GOFLAGS= $(GO) install github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -176,7 +176,9 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 	s.httpsSrv = s.newHTTPServer(s.serveHTTPS, errLog)
 	s.httpsSrv.TLSConfig = s.tlsConfig
 	s.httpsSrv.Protocols = &protocols
-	s.httpsSrv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: s.h2MaxStreams()} // capacity.go
+	// The protocol's default frame size (net/http would advertise 1 MiB): a
+	// peer's larger HEADERS or DATA frame is a FRAME_SIZE_ERROR (h2spec 4.2/3).
+	s.httpsSrv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: s.h2MaxStreams(), MaxReadFrameSize: 16 << 10} // capacity.go
 	if cfg.Server.ListenHTTP != "" {
 		s.httpSrv = s.newHTTPServer(s.serveHTTP, errLog)
 	}
