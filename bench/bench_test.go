@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -226,5 +227,38 @@ func TestMedian(t *testing.T) {
 	skipped := CellResult{Name: "x", Status: StatusSkipped, Reason: "root"}
 	if m := median([]CellResult{skipped, skipped}); m.Status != StatusSkipped {
 		t.Errorf("skipped: %+v", m)
+	}
+}
+
+// TestChartsReadable: the sweep chart is wide enough for its title with a
+// single panel, and handlers whose bars would be a line next to the
+// in-process ones (CGI at 1/20 or less) get their own panel and scale.
+func TestChartsReadable(t *testing.T) {
+	r := fakeReport()
+	for i := range r.Cells {
+		if r.Cells[i].Handler == "cgi" {
+			r.Cells[i].Result.RPS /= 40 // 2.5 and 2.25 req/s against 1000
+		}
+	}
+	width := func(svg []byte) int {
+		var w int
+		fmt.Sscanf(string(svg[strings.Index(string(svg), `width="`)+len(`width="`):]), "%d", &w)
+		return w
+	}
+	sw := r.sweepSVG()
+	if w, need := width(sw), textWidth("hostd: achieved vs offered load (open loop, HTTPS keep-alive)", 14); w < need+40 {
+		t.Errorf("sweep chart %d px wide, its title needs %d", w, need)
+	}
+	hs := string(r.handlersSVG())
+	if !strings.Contains(hs, "a process per request") {
+		t.Fatalf("CGI bars share the in-process scale:\n%s", hs)
+	}
+	// The CGI bar of mode none (2.5 req/s, the panel's tallest) is drawn tall.
+	i := strings.Index(hs, "cgi none: 2 req/s")
+	j := strings.LastIndex(hs[:i], `height="`)
+	var hgt float64
+	fmt.Sscanf(hs[j+len(`height="`):], "%f", &hgt)
+	if hgt < 100 {
+		t.Errorf("the CGI bar is %.1f px tall", hgt)
 	}
 }
