@@ -27,7 +27,7 @@ GO_LDFLAGS := -X main.buildRevision=$(REVISION) -X main.buildTime=$(BUILD_TIME)
 DESTDIR ?=
 PREFIX  ?= /usr/local
 
-.PHONY: all build test test-short test-deps vet bench demo demo-services deps clean install
+.PHONY: all build test test-short test-deps vet bench bench-peers-deps demo demo-services deps clean install
 
 all: build
 
@@ -78,6 +78,20 @@ test: deps test-deps $(BUILD_DEPS) vet
 	@# the pure-Go build (no libmruby): builds, and its mruby stub says so
 	CGO_ENABLED=0 $(GO) build -tags nomruby -o /dev/null ./cmd/hostd
 	CGO_ENABLED=0 $(GO) test -tags nomruby -count=1 ./scripting/mruby ./tenant
+
+# The web servers `hostd bench --peers` compares hostd with (Debian
+# packages; their services are not enabled by the bench, which starts and
+# stops its own instances). Root, apt.
+PEER_PKGS ?= nginx libnginx-mod-http-lua h2o apache2
+bench-peers-deps:
+	@missing=""; for p in $(PEER_PKGS); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		if [ "$$(id -u)" != 0 ]; then echo "run as root to install:$$missing" >&2; exit 1; fi; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
 
 # Go tools the tests run (skipped when missing, except in CI): h2spec.
 H2SPEC := $(shell $(GO) env GOPATH)/bin/h2spec

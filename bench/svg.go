@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/hostd/hostd/bench/load"
@@ -31,6 +32,14 @@ func niceMax(v float64) float64 {
 		}
 	}
 	return 10 * p
+}
+
+// barColor is a mode's color, or a peer's (peers.go).
+func barColor(m string) string {
+	if c, ok := peerColor[m]; ok {
+		return c
+	}
+	return modeColor[m]
 }
 
 // textWidth estimates the width of s in pixels at font size px (sans-serif,
@@ -128,8 +137,9 @@ func (r *Report) handlersSVG() []byte {
 	var groups []string
 	bars := map[string][]svgBar{}
 	maxY := 0.0
+	modes := append(append([]string(nil), Modes...), PeerNames...)
 	for _, h := range Handlers {
-		for _, m := range Modes {
+		for _, m := range modes {
 			c := r.cell(h.Name, m, load.HTTPS)
 			if c == nil {
 				continue
@@ -179,9 +189,12 @@ func (r *Report) handlersSVG() []byte {
 		barPanel(&b, bars, slow, pw+20, w-20, "a process per request (own scale)")
 	}
 	lx := left
-	for _, m := range Modes {
+	for _, m := range modes {
+		if !slices.ContainsFunc(groups, func(g string) bool { return slices.ContainsFunc(bars[g], func(br svgBar) bool { return br.mode == m }) }) {
+			continue // only the modes and peers that ran
+		}
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="12" height="12" fill="%s"/><text x="%d" y="%d">%s</text>`+"\n",
-			lx, top+ih+30, modeColor[m], lx+16, top+ih+40, m)
+			lx, top+ih+30, barColor(m), lx+16, top+ih+40, m)
 		lx += 40 + 8*len(m)
 	}
 	fmt.Fprintf(&b, `<text x="20" y="%d" fill="#555">%s</text>`+"\n", h-10, html.EscapeString(r.machineLine()))
@@ -218,7 +231,7 @@ func barPanel(b *strings.Builder, bars map[string][]svgBar, groups []string, x0,
 		gx := x
 		for _, br := range bars[g] {
 			fmt.Fprintf(b, `<rect x="%d" y="%.1f" width="%d" height="%.1f" fill="%s"><title>%s %s: %.0f req/s</title></rect>`+"\n",
-				x, py(br.rps), bw-2, float64(top+ih)-py(br.rps), modeColor[br.mode], g, br.mode, br.rps)
+				x, py(br.rps), bw-2, float64(top+ih)-py(br.rps), barColor(br.mode), g, br.mode, br.rps)
 			lx, ly := float64(x)+float64(bw)/2+3, py(br.rps)-4
 			fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="9" transform="rotate(-90 %.1f %.1f)">%.0f</text>`+"\n", lx, ly, lx, ly, br.rps)
 			x += bw
