@@ -1,6 +1,7 @@
 package host
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -36,7 +37,11 @@ type h1Writer struct {
 	buf         []byte // the body before the header is committed
 	closeAfter  bool
 	err         error // a write to the connection failed
+	done        bool  // finished: the connection's writer belongs to the next response
 }
+
+// errH1Finished is what a write after the handler returned gets.
+var errH1Finished = errors.New("host: the response was finished (the handler returned)")
 
 // h1Buffered is how much body waits for the handler's end before the
 // header is committed (net/http's bufferBeforeChunkingSize).
@@ -52,7 +57,7 @@ func newH1Writer(c *h1Conn, req *http.Request) *h1Writer {
 func (w *h1Writer) Header() http.Header { return w.header }
 
 func (w *h1Writer) WriteHeader(code int) {
-	if w.committed || w.wroteHeader {
+	if w.committed || w.wroteHeader || w.done {
 		return // superfluous, as net/http (which logs it)
 	}
 	if code < 100 || code > 999 {
@@ -273,6 +278,9 @@ func (w *h1Writer) send(p []byte) {
 }
 
 func (w *h1Writer) Write(p []byte) (int, error) {
+	if w.done {
+		return 0, errH1Finished
+	}
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
 	}
@@ -317,6 +325,9 @@ func (w *h1Writer) ReadFrom(src io.Reader) (int64, error) { return w.c.readFrom(
 // Flush sends what is buffered; the header is committed first (chunked
 // unless a Content-Length was set).
 func (w *h1Writer) Flush() {
+	if w.done {
+		return
+	}
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
 	}
@@ -366,8 +377,6 @@ func (w *h1Writer) finish() error {
 	if cap(w.buf) > cap(w.c.wbuf) {
 		w.c.wbuf = w.buf[:0]
 	}
-	if w.err != nil {
-		return w.err
-	}
-	return nil
+	w.done = true
+	return w.err
 }
