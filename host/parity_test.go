@@ -232,3 +232,38 @@ func TestStaticHeadersFollowTheFile(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTP1ExpectContinue: a handler that reads the body (a CGI script
+// echoing its input) makes the server send "100 Continue" first; the
+// client sends the body only then and gets it back, on a connection that
+// stays open.
+func TestHTTP1ExpectContinue(t *testing.T) {
+	files := twoTenants()
+	files["vhosts.d/alice.toml"] += "run_as_server = true\n[cgi]\nenabled = true\n"
+	files["alice/echo.cgi"] = "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\ncat\n"
+	s := hosttest.Start(t, files)
+	os.Chmod(filepath.Join(s.Dir, "alice/echo.cgi"), 0o755)
+	conn, err := tls.Dial("tcp", s.HTTPSAddr(), &tls.Config{ServerName: "alice.example", InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	br := bufio.NewReader(conn)
+	for round := range 2 {
+		io.WriteString(conn, "POST /echo.cgi HTTP/1.1\r\nHost: alice.example\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil || resp.StatusCode != 100 {
+			t.Fatalf("round %d: %v %v, want 100 Continue before the body", round, resp, err)
+		}
+		io.WriteString(conn, "hello")
+		resp, err = http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || string(b) != "hello" || resp.Close {
+			t.Errorf("round %d: %d %q close=%v, want 200 \"hello\" on an open connection", round, resp.StatusCode, b, resp.Close)
+		}
+	}
+}
