@@ -44,6 +44,15 @@ type h1Conns struct {
 	mu      sync.Mutex
 	conns   map[*h1Conn]struct{}
 	closing atomic.Bool
+	bufs    sync.Pool // *h1Buffers of ended connections
+}
+
+// getBuffers returns a reader and writer pair for a new connection.
+func (t *h1Conns) getBuffers() *h1Buffers {
+	if b, ok := t.bufs.Get().(*h1Buffers); ok {
+		return b
+	}
+	return &h1Buffers{br: bufio.NewReaderSize(nil, h1BufSize), bw: bufio.NewWriterSize(nil, h1BufSize)}
 }
 
 func (t *h1Conns) add(c *h1Conn) bool {
@@ -128,10 +137,6 @@ type h1Conn struct {
 // a TLS record's worth, so a small response is one record, one write.
 const h1BufSize = 16 << 10
 
-var h1Pool = sync.Pool{New: func() any {
-	return &h1Buffers{br: bufio.NewReaderSize(nil, h1BufSize), bw: bufio.NewWriterSize(nil, h1BufSize)}
-}}
-
 type h1Buffers struct {
 	br *bufio.Reader
 	bw *bufio.Writer
@@ -152,7 +157,7 @@ func (s *Server) serveH1(tc *tls.Conn) {
 	ctx = context.WithValue(ctx, http.LocalAddrContextKey, tc.LocalAddr())
 	c.base = (&http.Request{}).WithContext(ctx)
 	c.wbuf = make([]byte, 0, h1Buffered)
-	bufs := h1Pool.Get().(*h1Buffers)
+	bufs := s.h1.getBuffers()
 	bufs.br.Reset(tc)
 	bufs.bw.Reset(tc)
 	c.br, c.bw = bufs.br, bufs.bw
@@ -162,7 +167,7 @@ func (s *Server) serveH1(tc *tls.Conn) {
 		s.h1.remove(c)
 		bufs.br.Reset(nil)
 		bufs.bw.Reset(nil)
-		h1Pool.Put(bufs)
+		s.h1.bufs.Put(bufs)
 	}()
 	c.serve()
 }
