@@ -47,41 +47,60 @@ func TestH2Spec(t *testing.T) {
 	}
 	s := hosttest.Start(t, files)
 	host, port, _ := strings.Cut(s.HTTPSAddr(), ":")
-	report := filepath.Join(t.TempDir(), "h2spec.xml")
-	out, _ := exec.Command(bin, "-t", "-k", "-h", host, "-p", port, "-o", "3", "-j", report).CombinedOutput()
-	raw, err := os.ReadFile(report)
-	if err != nil {
-		t.Fatalf("h2spec wrote no report: %v\n%s", err, out)
+	run := func() (failed map[string]bool, total, passed int) {
+		report := filepath.Join(t.TempDir(), "h2spec.xml")
+		out, _ := exec.Command(bin, "-t", "-k", "-h", host, "-p", port, "-o", "10", "-j", report).CombinedOutput()
+		raw, err := os.ReadFile(report)
+		if err != nil {
+			t.Fatalf("h2spec wrote no report: %v\n%s", err, out)
+		}
+		var r struct {
+			Suites []struct {
+				Cases []struct {
+					Package string    `xml:"package,attr"`
+					Name    string    `xml:"classname,attr"`
+					Error   *struct{} `xml:"error"`
+					Failure *struct{} `xml:"failure"`
+					Skipped *struct{} `xml:"skipped"`
+				} `xml:"testcase"`
+			} `xml:"testsuite"`
+		}
+		if err := xml.Unmarshal(raw, &r); err != nil {
+			t.Fatalf("h2spec report: %v", err)
+		}
+		failed = map[string]bool{}
+		for _, su := range r.Suites {
+			for _, c := range su.Cases {
+				total++
+				id := c.Package + ": " + c.Name
+				if c.Error == nil && c.Failure == nil && c.Skipped == nil {
+					passed++
+				} else if h2specKnown[id] == "" {
+					failed[id] = true
+				}
+			}
+		}
+		return failed, total, passed
 	}
-	var r struct {
-		Suites []struct {
-			Cases []struct {
-				Package string    `xml:"package,attr"`
-				Name    string    `xml:"classname,attr"`
-				Error   *struct{} `xml:"error"`
-				Failure *struct{} `xml:"failure"`
-				Skipped *struct{} `xml:"skipped"`
-			} `xml:"testcase"`
-		} `xml:"testsuite"`
-	}
-	if err := xml.Unmarshal(raw, &r); err != nil {
-		t.Fatalf("h2spec report: %v", err)
-	}
-	total, passed := 0, 0
-	for _, su := range r.Suites {
-		for _, c := range su.Cases {
-			total++
-			id := c.Package + ": " + c.Name
-			switch {
-			case c.Error == nil && c.Failure == nil && c.Skipped == nil:
+	failed, total, passed := run()
+	if len(failed) > 0 {
+		// A case that depends on timing (a stream that ends before the
+		// client's frames arrive, on a loaded machine) gets a second run:
+		// what fails both times fails the test.
+		again, _, _ := run()
+		for id := range failed {
+			if !again[id] {
+				t.Logf("h2spec: %s failed once, passed on the second run", id)
+				delete(failed, id)
 				passed++
-			case h2specKnown[id] == "":
-				t.Errorf("h2spec: %s failed (not a known failure)", id)
 			}
 		}
 	}
+	for id := range failed {
+		t.Errorf("h2spec: %s failed (not a known failure)", id)
+	}
 	t.Logf("h2spec: %d of %d cases passed", passed, total)
 	if total < 145 || passed < total-len(h2specKnown) {
-		t.Errorf("h2spec: %d of %d passed, want at least %d\n%s", passed, total, total-len(h2specKnown), out)
+		t.Errorf("h2spec: %d of %d passed, want at least %d", passed, total, total-len(h2specKnown))
 	}
 }
