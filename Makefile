@@ -27,7 +27,7 @@ GO_LDFLAGS := -X main.buildRevision=$(REVISION) -X main.buildTime=$(BUILD_TIME)
 DESTDIR ?=
 PREFIX  ?= /usr/local
 
-.PHONY: all build test test-short vet bench demo demo-services deps clean install fuzz
+.PHONY: all build test test-short test-deps vet bench bench-peers-deps demo demo-services deps clean install fuzz
 
 all: build
 
@@ -70,36 +70,54 @@ vet: $(BUILD_DEPS)
 # /var/tmp without its sticky bit, as some shared machines have them): as
 # root the tests use a directory of their own, /run/hostd-test (0755).
 test: export TMPDIR = $(shell install -d -m 0755 /run/hostd-test 2>/dev/null && echo /run/hostd-test || echo $${TMPDIR:-/tmp})
-test: deps $(BUILD_DEPS) vet
+test: deps test-deps $(BUILD_DEPS) vet
 	$(GO) test -race -count=1 -timeout 20m ./...
+	@# host's suite again with every client on HTTP/2 (the run above uses
+	@# hostd's HTTP/1.1 path for most of it): both transports pass
+	HOSTD_TEST_HTTP=h2 $(GO) test -race -count=1 -timeout 20m ./host/
 	@# the pure-Go build (no libmruby): builds, and its mruby stub says so
 	CGO_ENABLED=0 $(GO) build -tags nomruby -o /dev/null ./cmd/hostd
 	CGO_ENABLED=0 $(GO) test -tags nomruby -count=1 ./scripting/mruby ./tenant
 
-# make fuzz: runs each fuzz target for FUZZTIME (default 60s; `make fuzz
-# FUZZTIME=1h`). A target runs hooks in a child process and reports a crash
-# or a hang with its input; what it finds is kept under the package's
-# testdata/fuzz/, which `make test` runs as regression tests. One line per
-# target.
-FUZZTIME ?= 60s
-FUZZ_MRUBY = $(GO) test -run '^$$' -fuzz '^FuzzMrubyHook$$' -fuzztime $(FUZZTIME) -timeout 0 ./scripting/mruby && \
-	$(GO) test -run '^$$' -fuzz '^FuzzMrubyCalls$$' -fuzztime $(FUZZTIME) -timeout 0 ./scripting/mruby
-fuzz: export TMPDIR = $(shell install -d -m 0755 /run/hostd-test 2>/dev/null && echo /run/hostd-test || echo $${TMPDIR:-/tmp})
-fuzz: $(BUILD_DEPS)
-	$(FUZZ_MRUBY)
+# The web servers `hostd bench --peers` compares hostd with (Debian
+# packages; their services are not enabled by the bench, which starts and
+# stops its own instances). Root, apt.
+PEER_PKGS ?= nginx libnginx-mod-http-lua h2o apache2
+bench-peers-deps:
+	@missing=""; for p in $(PEER_PKGS); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		if [ "$$(id -u)" != 0 ]; then echo "run as root to install:$$missing" >&2; exit 1; fi; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+# Go tools the tests run (skipped when missing, except in CI): h2spec.
+H2SPEC := $(shell $(GO) env GOPATH)/bin/h2spec
+test-deps: $(H2SPEC)
+$(H2SPEC):
+	GOFLAGS= $(GO) install github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-# make fuzz: each engine's fuzz target for FUZZTIME, niced (FUZZ_TARGETS;
-# crashers land in the package's testdata/fuzz and `make test` reruns them).
+# make fuzz: each engine's fuzz targets for FUZZTIME each (`make fuzz
+# FUZZTIME=1h`), niced. A target runs hooks in a child process and reports
+# a crash or a hang with its input; crashers land in the package's
+# testdata/fuzz and `make test` reruns them as regression tests.
 FUZZTIME ?= 5m
-FUZZ_TARGETS += fuzz-lua
-.PHONY: fuzz $(FUZZ_TARGETS)
+FUZZ_TARGETS += fuzz-lua fuzz-mruby
+.PHONY: $(FUZZ_TARGETS)
+fuzz: export TMPDIR = $(shell install -d -m 0755 /run/hostd-test 2>/dev/null && echo /run/hostd-test || echo $${TMPDIR:-/tmp})
 fuzz: $(FUZZ_TARGETS)
 
 fuzz-lua:
 	nice -n 19 $(GO) test -run '^$$' -fuzz '^FuzzLuaHook$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./scripting/lua/
+
+fuzz-mruby: $(BUILD_DEPS)
+	nice -n 19 $(GO) test -run '^$$' -fuzz '^FuzzMrubyHook$$' -fuzztime $(FUZZTIME) -timeout 0 ./scripting/mruby
+	nice -n 19 $(GO) test -run '^$$' -fuzz '^FuzzMrubyCalls$$' -fuzztime $(FUZZTIME) -timeout 0 ./scripting/mruby
 
 # services the demo uses: Redis for sessions (and memcached, for trying
 # store = "memcached"), on loopback, started once. The demo's Redis

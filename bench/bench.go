@@ -64,6 +64,10 @@ type Options struct {
 	// during every closed-loop cell into PerfDir/<cell>.perf.data and
 	// writes the top symbols to PerfDir/<cell>.perf.txt (needs perf).
 	PerfDir string
+	// Peers runs the static, native, Lua and mruby cells over HTTPS
+	// keep-alive against nginx, h2o and Apache too, where installed
+	// (peers.go), and reports hostd/peer ratios.
+	Peers bool
 	// Progress receives a progress line per cell (nil: none).
 	Progress io.Writer
 	// Logger receives debug details (nil: discarded).
@@ -190,7 +194,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 
 	r := &runner{opts: opts, site: st, serverCPUs: serverCPUs, skips: skips, rep: rep, configs: map[string]string{}}
-	cells := plan(opts.Quick, newSelector(opts.Cells))
+	if opts.Peers {
+		r.peers, r.psite = probePeers(ctx), st.peerSite()
+	}
+	cells := plan(opts.Quick, newSelector(opts.Cells), opts.Peers)
 	if len(cells) == 0 {
 		return nil, fmt.Errorf("bench: --cells %q selects no cell", opts.Cells)
 	}
@@ -319,9 +326,14 @@ type runner struct {
 	remaining  []plannedCell
 	overhead   time.Duration // measured per-cell overhead (server start, probe)
 	overheadN  int
+	peers      map[string]*peerSupport // Options.Peers: what is installed (peers.go)
+	psite      *peerSite
 }
 
 func (r *runner) skipReason(c plannedCell) string {
+	if isPeer(c.mode) {
+		return r.peers[c.mode].skip(c.handler.Name)
+	}
 	if why, ok := r.skips["mode:"+c.mode]; ok {
 		return why
 	}
@@ -365,6 +377,9 @@ func (r *runner) progress(i int, c plannedCell) {
 
 // serve starts the server for mode (writing its configuration once).
 func (r *runner) serve(ctx context.Context, mode string) (*server, error) {
+	if isPeer(mode) {
+		return r.psite.startPeer(ctx, mode, r.peers[mode].bin, r.serverCPUs)
+	}
 	cfg, ok := r.configs[mode]
 	if !ok {
 		var err error

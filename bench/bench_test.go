@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -58,7 +59,7 @@ func TestPlan(t *testing.T) {
 	}
 	// Per transport: 4 in-process handlers x 5 modes + the shell CGI x 6;
 	// the 4 PHP handlers x 6 modes over HTTPS keep-alive only.
-	closed, sweep, names := count(plan(false, nil))
+	closed, sweep, names := count(plan(false, nil, false))
 	if closed != 4*26+24 || sweep != 8 {
 		t.Errorf("default plan: %d closed, %d sweeps; want 128 and 8", closed, sweep)
 	}
@@ -66,14 +67,14 @@ func TestPlan(t *testing.T) {
 		t.Error("default plan: suexec must be for child processes only, all transports present, PHP on keep-alive only")
 	}
 	// --quick: the https grid, and 5 cells on each other transport.
-	closed, sweep, names = count(plan(true, nil))
+	closed, sweep, names = count(plan(true, nil, false))
 	if closed != 50+15 || sweep != 4 {
 		t.Errorf("quick plan: %d closed, %d sweeps; want 65 and 4", closed, sweep)
 	}
 	if !names["mruby/thread-per-request/https"] || names["static/none/h1"] || !names["cgi/suexec/https-new"] {
 		t.Error("quick plan: full grid over https, sparse other transports")
 	}
-	closed, sweep, _ = count(plan(true, newSelector("sweep/lua/none,native/none/https")))
+	closed, sweep, _ = count(plan(true, newSelector("sweep/lua/none,native/none/https"), false))
 	if closed != 1 || sweep != 1 {
 		t.Errorf("selected plan: %d closed, %d sweeps; want 1 and 1", closed, sweep)
 	}
@@ -226,5 +227,90 @@ func TestMedian(t *testing.T) {
 	skipped := CellResult{Name: "x", Status: StatusSkipped, Reason: "root"}
 	if m := median([]CellResult{skipped, skipped}); m.Status != StatusSkipped {
 		t.Errorf("skipped: %+v", m)
+	}
+}
+
+// TestChartsReadable: the sweep chart is wide enough for its title with a
+// single panel, and handlers whose bars would be a line next to the
+// in-process ones (CGI at 1/20 or less) get their own panel and scale.
+func TestChartsReadable(t *testing.T) {
+	r := fakeReport()
+	for i := range r.Cells {
+		if r.Cells[i].Handler == "cgi" {
+			r.Cells[i].Result.RPS /= 40 // 2.5 and 2.25 req/s against 1000
+		}
+	}
+	width := func(svg []byte) int {
+		var w int
+		fmt.Sscanf(string(svg[strings.Index(string(svg), `width="`)+len(`width="`):]), "%d", &w)
+		return w
+	}
+	sw := r.sweepSVG()
+	if w, need := width(sw), textWidth("hostd: achieved vs offered load (open loop, HTTPS keep-alive)", 14); w < need+40 {
+		t.Errorf("sweep chart %d px wide, its title needs %d", w, need)
+	}
+	hs := string(r.handlersSVG())
+	if !strings.Contains(hs, "a process per request") {
+		t.Fatalf("CGI bars share the in-process scale:\n%s", hs)
+	}
+	// The CGI bar of mode none (2.5 req/s, the panel's tallest) is drawn tall.
+	i := strings.Index(hs, "cgi none: 2 req/s")
+	j := strings.LastIndex(hs[:i], `height="`)
+	var hgt float64
+	fmt.Sscanf(hs[j+len(`height="`):], "%f", &hgt)
+	if hgt < 100 {
+		t.Errorf("the CGI bar is %.1f px tall", hgt)
+	}
+}
+
+// TestPeers: --peers plans the four handlers against each peer, and the
+// report turns peer cells into hostd/peer ratios (table, JSON, CSV, chart).
+func TestPeers(t *testing.T) {
+	names := map[string]bool{}
+	for _, c := range plan(false, newSelector("*/nginx,*/h2o"), true) {
+		names[c.name()] = true
+	}
+	for _, want := range []string{"static/nginx/https", "lua/nginx/https", "mruby/h2o/https"} {
+		if !names[want] || len(names) != 8 {
+			t.Errorf("plan lacks %s or has others: %v", want, names)
+		}
+	}
+	for _, c := range plan(false, nil, false) {
+		if isPeer(c.mode) {
+			t.Fatal("peer cells planned without --peers")
+		}
+	}
+	r := fakeReport()
+	add := func(h, m string, rps float64) {
+		r.Cells = append(r.Cells, CellResult{Name: closedName(h, m, load.HTTPS), Handler: h, Mode: m, Transport: "https",
+			Status: StatusOK, Result: &load.Result{OK: int64(rps), RPS: rps, Duration: time.Second}, ServerCPUPerReq: time.Duration(1e9 / rps)})
+	}
+	add("native", "nginx", 800)
+	add("lua", "apache", 100)
+	r.Targets, r.PeerRatios = nil, nil
+	r.finish()
+	got := map[string]Target{}
+	for _, tg := range r.PeerRatios {
+		got[tg.Name] = tg
+	}
+	if tg := got["native: hostd none / nginx"]; tg.Value != 1000.0/800 || tg.Goal != 1 || !tg.Met() {
+		t.Errorf("native vs nginx: %+v", tg)
+	}
+	if tg := got["lua: hostd none / apache"]; tg.Value != 9.5 || tg.ByCPU < 9.49 || tg.ByCPU > 9.51 {
+		t.Errorf("lua vs apache: %+v", tg)
+	}
+	if c := r.cell("native", "nginx", load.HTTPS); c.VsNone != 0 {
+		t.Errorf("a peer cell got a hostd ratio: %v", c.VsNone)
+	}
+	if !strings.Contains(string(r.csv()), "peer_ratio,native,none,https,ok,,,,,,,,1.25,1.25,,,hostd none / nginx") {
+		t.Errorf("csv lacks the ratio row:\n%s", r.csv())
+	}
+	var b bytes.Buffer
+	r.WriteTable(&b)
+	if !strings.Contains(b.String(), "native: hostd none / nginx") {
+		t.Errorf("table lacks the ratio:\n%s", b.String())
+	}
+	if svg := string(r.handlersSVG()); !strings.Contains(svg, peerColor["nginx"]) || !strings.Contains(svg, ">nginx</text>") {
+		t.Error("handler chart lacks nginx's bars")
 	}
 }

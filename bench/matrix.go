@@ -131,7 +131,7 @@ func (p plannedCell) name() string {
 
 // plan lists the cells of a run in order: the closed-loop grid, then the
 // sweeps.
-func plan(quick bool, sel selector) []plannedCell {
+func plan(quick bool, sel selector, peers bool) []plannedCell {
 	var cells []plannedCell
 	add := func(c plannedCell) {
 		if sel.match(c.name()) {
@@ -148,6 +148,14 @@ func plan(quick bool, sel selector) []plannedCell {
 					continue
 				}
 				add(plannedCell{handler: h, mode: m, transport: tr})
+			}
+		}
+	}
+	if peers {
+		for _, hn := range peerHandlers {
+			h, _ := handlerByName(hn)
+			for _, p := range PeerNames {
+				add(plannedCell{handler: h, mode: p, transport: load.HTTPS})
 			}
 		}
 	}

@@ -37,6 +37,9 @@ type Report struct {
 	Sweeps []SweepResult `json:"sweeps"`
 	// Targets are the issue's ratios, computed from this run.
 	Targets []Target `json:"targets"`
+	// PeerRatios are hostd's requests/s (and per CPU-second) over each
+	// peer's in the same cells (--peers); they are among Targets too.
+	PeerRatios []Target `json:"peer_ratios,omitempty"`
 	// Notes are remarks on fairness and the setup.
 	Notes []string `json:"notes,omitempty"`
 
@@ -190,7 +193,7 @@ func (r *Report) ratio(h1, m1, h2, m2 string, tr load.Transport) (float64, bool)
 func (r *Report) finish() {
 	for i := range r.Cells {
 		c := &r.Cells[i]
-		if c.Status != StatusOK {
+		if c.Status != StatusOK || isPeer(c.Mode) {
 			continue
 		}
 		tr := load.Transport(c.Transport)
@@ -233,6 +236,8 @@ func (r *Report) finish() {
 		add("php hello: php-fpm / php-cgi ("+m+")", 20, "the tenant's FastCGI pool vs a php-cgi process per request", "php-fpm", m, "php-cgi", m)
 		add("phpinfo: php-fpm / php-cgi ("+m+")", 0, "", "phpinfo-fpm", m, "phpinfo-cgi", m)
 	}
+
+	r.peerTargets() // peers.go
 
 	// Fairness: the hello responses must be the same size.
 	sizes := map[int][]string{}
@@ -452,6 +457,13 @@ func (r *Report) csv() []byte {
 			row[14], row[15] = strconv.Itoa(c.ResponseBytes), strconv.FormatFloat(float64(c.ServerCPUPerReq)/1e3, 'f', 1, 64)
 		}
 		w.Write(row)
+	}
+	for _, t := range r.PeerRatios {
+		// hostd/peer: vs_none holds the requests/s ratio, vs_native the
+		// ratio per server CPU-second.
+		h, rest, _ := strings.Cut(t.Name, ": hostd ")
+		mode, peer, _ := strings.Cut(rest, " / ")
+		w.Write([]string{"peer_ratio", h, mode, string(load.HTTPS), StatusOK, "", "", "", "", "", "", "", f(round3(t.Value)), f(round3(t.ByCPU)), "", "", "hostd " + mode + " / " + peer})
 	}
 	for _, s := range r.Sweeps {
 		if s.Status != StatusOK {

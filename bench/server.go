@@ -23,6 +23,7 @@ type server struct {
 	logMu     sync.Mutex
 	logTail   []string // the last lines of its stderr
 	exited    chan struct{}
+	gentle    bool // a peer (peers.go): SIGTERM first, so that it ends its children
 }
 
 var servingAddr = regexp.MustCompile(`\b(https?)=(127\.0\.0\.1:\d+)`)
@@ -128,6 +129,10 @@ func (s *server) alive() bool {
 
 // stop kills the server by its PID and waits for it.
 func (s *server) stop() {
+	if s.gentle && s.cmd.Process != nil {
+		s.stopGently()
+		return
+	}
 	if s.cmd.Process != nil {
 		s.cmd.Process.Signal(syscall.SIGKILL)
 	}

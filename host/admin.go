@@ -125,6 +125,7 @@ func (s *Server) startOps() {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn)}))
 		mux.HandleFunc("GET /status", s.serveStatusPage)
 		mux.HandleFunc("GET /status.json", s.serveStatusJSON)
+		profilingRoutes(mux) // pprof.go
 		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "/status", http.StatusFound)
 		})

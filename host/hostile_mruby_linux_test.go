@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hostd/hostd/host/hosttest"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 	"github.com/hostd/hostd/scripting/mruby"
 )
 
@@ -57,7 +58,7 @@ const hostileMemory = 32 << 20
 func TestHostileMrubyTenant(t *testing.T) {
 	requireRoot(t)
 	if !mruby.Available {
-		t.Skip("built without mruby")
+		sandboxtest.Skipf(t, "built without mruby")
 	}
 	for _, mode := range []string{"none", "thread", "inline", "thread-per-request"} {
 		t.Run(mode, func(t *testing.T) { hostileMruby(t, mode) })

@@ -46,12 +46,13 @@ func TestMaxRanges(t *testing.T) {
 	}
 }
 
-// TestContentLengthAndChunked: net/http frames a request that carries both
-// Content-Length and Transfer-Encoding: chunked by the chunked encoding and
-// drops the Content-Length (RFC 9112 6.3) before hostd sees it; hostd then
-// closes the connection after the response, so bytes a front proxy meant as
-// the body can never be read as a second, smuggled request. Other framing
-// conflicts are refused by net/http itself.
+// TestContentLengthAndChunked: hostd's HTTP/1.1 path (h1parse.go, as net/http
+// did) frames a request that carries both Content-Length and
+// Transfer-Encoding: chunked by the chunked encoding and drops the
+// Content-Length (RFC 9112 6.3); the connection is closed after the
+// response, so bytes a front proxy meant as the body can never be read as a
+// second, smuggled request. Other framing conflicts are refused before any
+// handler runs.
 func TestContentLengthAndChunked(t *testing.T) {
 	s := hosttest.Start(t, twoTenants())
 	send := func(raw string) (*http.Response, *bufio.Reader, func()) {

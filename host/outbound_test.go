@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hostd/hostd/host/hosttest"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 // TestOutboundEndToEnd: a hook's hostd.http.request reaches the host its
@@ -23,7 +24,7 @@ import (
 func TestOutboundEndToEnd(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.2:0")
 	if err != nil {
-		t.Skipf("listen 127.0.0.2: %v", err)
+		sandboxtest.Skipf(t, "listen 127.0.0.2: %v", err)
 	}
 	api := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u := r.URL.Query().Get("to"); u != "" {
@@ -139,7 +140,7 @@ func TestSharedDictSurvivesReload(t *testing.T) {
 func TestOutboundWaitFreesCPUShare(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.2:0")
 	if err != nil {
-		t.Skipf("listen 127.0.0.2: %v", err)
+		sandboxtest.Skipf(t, "listen 127.0.0.2: %v", err)
 	}
 	release := make(chan struct{})
 	var once sync.Once

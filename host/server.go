@@ -57,8 +57,10 @@ type Server struct {
 	tlsConfig   *tls.Config
 	tlsOther    *tls.Config // tlsConfig with the other tls_profile (tlsprofile.go)
 
-	httpsSrv, httpSrv *http.Server
+	httpsSrv, httpSrv *http.Server // httpsSrv serves HTTP/2 (and ACME's TLS-ALPN-01) only
 	httpsLn, httpLn   net.Listener
+	h2ln              *connListener // the HTTPS connections that chose h2, for httpsSrv (tlsserve.go)
+	h1                h1Conns       // the HTTPS connections served by hostd's HTTP/1.1 path (h1.go)
 	httpsPort         string
 
 	stats serverStats
@@ -174,7 +176,9 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 	s.httpsSrv = s.newHTTPServer(s.serveHTTPS, errLog)
 	s.httpsSrv.TLSConfig = s.tlsConfig
 	s.httpsSrv.Protocols = &protocols
-	s.httpsSrv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: s.h2MaxStreams()} // capacity.go
+	// The protocol's default frame size (net/http would advertise 1 MiB): a
+	// peer's larger HEADERS or DATA frame is a FRAME_SIZE_ERROR (h2spec 4.2/3).
+	s.httpsSrv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: s.h2MaxStreams(), MaxReadFrameSize: 16 << 10} // capacity.go
 	if cfg.Server.ListenHTTP != "" {
 		s.httpSrv = s.newHTTPServer(s.serveHTTP, errLog)
 	}
@@ -247,6 +251,7 @@ func (s *Server) Listen() error {
 	// the ClientHello's conn; the write progress deadline inside it.
 	s.httpsLn = s.admit.wrap(withProgressTimeout(ln, s.cfg.Server.WriteTimeout.Std())) // capacity.go
 	_, s.httpsPort, _ = net.SplitHostPort(ln.Addr().String())
+	s.h2ln = newConnListener(ln.Addr())
 	if s.httpSrv != nil {
 		ln, err := net.Listen("tcp", s.cfg.Server.ListenHTTP)
 		if err != nil {
@@ -284,14 +289,17 @@ func (s *Server) Serve(ctx context.Context) error {
 			return err
 		}
 	}
-	errc := make(chan error, 2)
-	go func() { errc <- s.httpsSrv.ServeTLS(s.httpsLn, "", "") }()
+	errc := make(chan error, 3)
+	// hostd's accept loop does the handshakes; HTTP/2 goes on to
+	// net/http through h2ln, HTTP/1.x to hostd's own path (tlsserve.go).
+	go func() { errc <- s.httpsSrv.Serve(s.h2ln) }()
+	go func() { errc <- s.acceptTLS(s.httpsLn) }()
 	ticketsCtx, stopTickets := context.WithCancel(ctx)
 	defer stopTickets()
 	go s.tickets.run(ticketsCtx, s.tlsConfig, s.tlsOther)
 	go s.ocsp.run(ticketsCtx)
 	go s.runGuard(ticketsCtx)
-	n := 1
+	n := 2
 	if s.httpLn != nil {
 		n++
 		go func() { errc <- s.httpSrv.Serve(s.httpLn) }()
@@ -310,15 +318,23 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.notify(notifyStopping)
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Server.ShutdownTimeout.Std())
 	defer cancel()
+	s.h1.closing.Store(true)
+	s.httpsLn.Close() // ends acceptTLS
+	var h1err error
+	h1done := make(chan struct{})
+	go func() { h1err = s.h1.shutdown(shutdownCtx); close(h1done) }()
 	err := s.httpsSrv.Shutdown(shutdownCtx)
 	if s.httpSrv != nil {
 		err = errors.Join(err, s.httpSrv.Shutdown(shutdownCtx))
 	}
+	<-h1done
+	err = errors.Join(err, h1err)
 	if err != nil {
 		// The grace period is over: cut what is left (clients that keep
 		// an idle HTTP/2 connection open after GOAWAY, stuck requests).
 		s.logger.Warn("shutdown timeout: closing the remaining connections", "timeout", s.cfg.Server.ShutdownTimeout.Std())
 		s.httpsSrv.Close()
+		s.h1.closeAll()
 		if s.httpSrv != nil {
 			s.httpSrv.Close()
 		}

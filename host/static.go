@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/url"
@@ -48,7 +49,7 @@ func (v *vhost) serveStatic(w http.ResponseWriter, r *http.Request, upath string
 			xf, xfi, err := v.open(path.Join(name, ix))
 			if err == nil && !xfi.IsDir() {
 				defer xf.Close()
-				serveFile(w, r, xf, xfi, v.cfg.Limits.MaxRanges)
+				v.sendFile(w, r, xf, xfi)
 				return
 			}
 			if xf != nil {
@@ -62,7 +63,7 @@ func (v *vhost) serveStatic(w http.ResponseWriter, r *http.Request, upath string
 		httpError(w, http.StatusForbidden, "directory listing is disabled")
 		return
 	}
-	serveFile(w, r, f, fi, v.cfg.Limits.MaxRanges)
+	v.sendFile(w, r, f, fi)
 }
 
 // rootRelative turns a decoded URL path into a name relative to the root:
@@ -103,15 +104,37 @@ func (v *vhost) openError(w http.ResponseWriter, name string, err error) {
 	}
 }
 
-// serveFile sends a file with http.ServeContent (conditional requests,
-// ranges). A Range header asking for more than maxRanges ranges (> 0) is
-// ignored and the whole file is sent with 200, as nginx's max_ranges and
-// Apache's MaxRanges do: thousands of tiny ranges would make a multipart
-// answer many times the size of the request and of the file.
-func serveFile(w http.ResponseWriter, r *http.Request, f *os.File, fi fs.FileInfo, maxRanges int) {
-	// A validator like nginx's: mtime and size in hex.
-	w.Header().Set("ETag", fmt.Sprintf(`"%x-%x"`, fi.ModTime().Unix(), fi.Size()))
-	if maxRanges > 0 {
+// sendFile sends a file. A plain GET or HEAD (no Range, no condition)
+// is answered from the file's precomputed header fields (fileMeta), the
+// rest with http.ServeContent (conditional requests, ranges), with the
+// same fields. A Range header asking for more than max_ranges ranges
+// (> 0) is ignored and the whole file is sent with 200, as nginx's
+// max_ranges and Apache's MaxRanges do: thousands of tiny ranges would
+// make a multipart answer many times the size of the request and of the
+// file.
+func (v *vhost) sendFile(w http.ResponseWriter, r *http.Request, f *os.File, fi fs.FileInfo) {
+	m := v.files.meta(fi, f)
+	h := w.Header()
+	if !hasConditions(r.Header) && fi.Mode().IsRegular() {
+		h["Etag"] = m.etag
+		if m.lastModified != nil {
+			h["Last-Modified"] = m.lastModified
+		}
+		if _, ok := h["Content-Type"]; !ok {
+			h["Content-Type"] = m.contentType
+		}
+		h["Accept-Ranges"] = acceptRangesBytes
+		if h.Get("Content-Encoding") == "" {
+			h["Content-Length"] = m.contentLength
+		}
+		w.WriteHeader(http.StatusOK)
+		if r.Method != http.MethodHead {
+			io.CopyN(w, f, fi.Size())
+		}
+		return
+	}
+	h["Etag"] = m.etag
+	if maxRanges := v.cfg.Limits.MaxRanges; maxRanges > 0 {
 		if rng := r.Header.Get("Range"); rng != "" && strings.Count(rng, ",") >= maxRanges {
 			r2 := *r
 			r2.Header = r.Header.Clone()

@@ -36,6 +36,7 @@ type vhost struct {
 	cert   *tls.Certificate
 	fs     *sandbox.FS   // the tenant's file gate (gate.go): roots, then hooks and io_roots
 	static *sandbox.FS   // fs restricted to the document root
+	files  fileMetas     // static files' precomputed header values (filemeta.go)
 	logger *slog.Logger  // server log with the vhost name
 	errLog *slog.Logger  // the tenant's error log (hooks, CGI)
 	errF   *logFile      // error_log file, when configured; reopened on SIGUSR1

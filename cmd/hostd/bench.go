@@ -38,6 +38,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.NoPin, "no-pin", false, "do not pin the server and the load generator to different CPUs")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the temp dir with the generated setup")
 	fs.StringVar(&o.PerfDir, "perf", "", "record a perf profile of the server per closed-loop cell into `DIR` (needs perf)")
+	fs.BoolVar(&o.Peers, "peers", false, "also run the static, native, Lua and mruby HTTPS cells against nginx, h2o and Apache where installed (make bench-peers-deps), same pinning, load and TLS; hostd/peer ratios in the report")
 	fs.BoolVar(&runScalability, "scalability", false, "the overload study: emulated TLS clients with think time and timeouts, swept past saturation, admission control on and off (see docs/overload.md)")
 	fs.BoolVar(&runMemory, "memory", false, "the memory study: --tenants tenants (default 10000), each with its own uid and a warm hook, per mode in --modes; RSS and threads of hostd serve")
 	fs.StringVar(&memModes, "modes", "uring,thread", "--memory: sandbox modes, comma-separated")

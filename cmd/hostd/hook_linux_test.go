@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 // hostdCmd runs the built binary with args in dir and returns its exit
@@ -81,9 +83,7 @@ hostd.log("info", "from the hook")`,
 // hook with the vhost's user (its files are the tenant's, root's 0600 file
 // is out of reach), and only when root or that user owns the vhost file.
 func TestHookRunAsTenant(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	sandboxtest.RequireRoot(t)
 	dir := t.TempDir()
 	os.Chmod(dir, 0o755)
 	bin := buildHostd(t, dir)

@@ -54,6 +54,14 @@ func resolve(gate *sandbox.FS, urlPath string, isScript func(ext string) (string
 			return Script{}, fmt.Errorf("%w: dot segment", ErrForbidden)
 		}
 	}
+	// No segment has a script's extension: the walk below could only end
+	// in ErrNotScript or a lookup error, after which the request is served
+	// as a static file, which looks the path up through the same gate (and
+	// refuses an escape with 403 too). Skip its system calls: this is
+	// every static file of a vhost with CGI or PHP.
+	if !hasScriptSegment(urlPath, isScript) {
+		return Script{}, ErrNotScript
+	}
 	rel := "" // the root-relative path walked so far
 	// pos is the index in urlPath of the '/' before the next segment.
 	for pos := 0; pos < len(urlPath); {
@@ -100,6 +108,19 @@ func resolve(gate *sandbox.FS, urlPath string, isScript func(ext string) (string
 		}, nil
 	}
 	return Script{}, ErrNotScript
+}
+
+// hasScriptSegment reports whether a segment of urlPath has a script's
+// file extension.
+func hasScriptSegment(urlPath string, isScript func(ext string) (string, bool)) bool {
+	for seg := range strings.SplitSeq(urlPath, "/") {
+		if i := strings.LastIndexByte(seg, '.'); i >= 0 {
+			if _, ok := isScript(seg[i:]); ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // lookupError maps a gate error to Resolve's errors.

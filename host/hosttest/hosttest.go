@@ -161,7 +161,17 @@ func (s *Server) Client(sni string, h2 bool) *http.Client {
 }
 
 // ClientTo is Client for any address and TLS config.
+//
+// HOSTD_TEST_HTTP=h1 or h2 in the environment overrides h2 for every
+// client, so the whole suite can run on one transport: hostd's HTTP/1.1
+// path or net/http's HTTP/2 (`make test` runs host's tests both ways).
 func ClientTo(addr string, tc *tls.Config, h2 bool) *http.Client {
+	switch os.Getenv("HOSTD_TEST_HTTP") {
+	case "h1":
+		h2 = false
+	case "h2":
+		h2 = true
+	}
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			var d net.Dialer
