@@ -211,7 +211,7 @@ func TestContextCancel(t *testing.T) {
 }
 
 func TestBoundedHostFunctions(t *testing.T) {
-	e := newEngine(scripting.Config{Limits: scripting.Limits{MaxInput: 1 << 10, MaxMemory: 1 << 20, Timeout: 200 * time.Millisecond}})
+	e := newEngine(scripting.Config{Limits: scripting.Limits{MaxInput: 1 << 10, MaxMemory: 1 << 20, Timeout: 200 * time.Millisecond * raceSlowdown}})
 	defer e.Close()
 	for _, c := range []struct{ src, err string }{
 		{`string.rep("x", 1e9)`, "string.rep"},
