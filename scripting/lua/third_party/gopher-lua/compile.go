@@ -433,9 +433,11 @@ func (fc *funcContext) enter(line int) {
 func (fc *funcContext) leave() { *fc.depth-- }
 
 func newFuncContext(sourcename string, parent *funcContext) *funcContext {
+	// hostd patch: small initial code buffers (were 1024 entries each,
+	// 12 KB per function: a 1 MB chunk of tiny functions allocated 1 GB).
 	fc := &funcContext{
 		Proto:           newFunctionProto(sourcename),
-		Code:            &codeStore{make([]uint32, 0, 1024), make([]int, 0, 1024), 0},
+		Code:            &codeStore{make([]uint32, 0, 16), make([]int, 0, 16), 0},
 		Parent:          parent,
 		Upvalues:        newVarNamePool(0),
 		Block:           newCodeBlock(newVarNamePool(0), labelNoJump, nil, nil, 0),

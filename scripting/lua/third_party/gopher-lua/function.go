@@ -87,6 +87,8 @@ func UpvalueIndex(i int) int {
 
 /* FunctionProto {{{ */
 
+// newFunctionProto: hostd patch: no preallocated capacity (it was about
+// 6 KB per function); the slices grow as the compiler appends.
 func newFunctionProto(name string) *FunctionProto {
 	return &FunctionProto{
 		SourceName:         name,
@@ -96,16 +98,16 @@ func newFunctionProto(name string) *FunctionProto {
 		NumParameters:      0,
 		IsVarArg:           0,
 		NumUsedRegisters:   2,
-		Code:               make([]uint32, 0, 128),
-		Constants:          make([]LValue, 0, 32),
-		FunctionPrototypes: make([]*FunctionProto, 0, 16),
+		Code:               make([]uint32, 0),
+		Constants:          make([]LValue, 0),
+		FunctionPrototypes: make([]*FunctionProto, 0),
 
-		DbgSourcePositions: make([]int, 0, 128),
-		DbgLocals:          make([]*DbgLocalInfo, 0, 16),
-		DbgCalls:           make([]DbgCall, 0, 128),
-		DbgUpvalues:        make([]string, 0, 16),
+		DbgSourcePositions: make([]int, 0),
+		DbgLocals:          make([]*DbgLocalInfo, 0),
+		DbgCalls:           make([]DbgCall, 0),
+		DbgUpvalues:        make([]string, 0),
 
-		stringConstants: make([]string, 0, 32),
+		stringConstants: make([]string, 0),
 	}
 }
 

@@ -93,8 +93,21 @@ func (ls *LState) liveMemory() int64 {
 	var total int64
 	seen := make(map[any]struct{})
 	var stack []LValue
+	// push counts a string at once and queues an object (numbers and
+	// booleans are part of the slot that holds them).
 	push := func(v LValue) {
-		if v != nil && v != LNil {
+		switch x := v.(type) {
+		case nil, *LNilType, LNumber, LBool:
+		case LString:
+			if len(x) >= 64 {
+				p := uintptrOf(string(x))
+				if _, ok := seen[p]; ok {
+					return
+				}
+				seen[p] = struct{}{}
+			}
+			total += int64(len(x)) + memStringHead
+		default:
 			stack = append(stack, v)
 		}
 	}
@@ -109,17 +122,6 @@ func (ls *LState) liveMemory() int64 {
 		v := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		switch x := v.(type) {
-		case LString:
-			if len(x) < 64 {
-				total += int64(len(x)) + memStringHead
-				continue
-			}
-			p := uintptrOf(string(x))
-			if _, ok := seen[p]; ok {
-				continue
-			}
-			seen[p] = struct{}{}
-			total += int64(len(x)) + memStringHead
 		case *LTable:
 			if _, ok := seen[x]; ok {
 				continue
