@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 )
 
 // MaxDirEntries bounds the names ReadDirNames returns.
@@ -42,4 +43,25 @@ func ReadDirNames(fsys FS, path string) ([]string, error) {
 // least MaxInput (as Lua's string limit).
 func (l Limits) MaxHookString() int {
 	return max(int(l.MaxMemory/4), l.MaxInput)
+}
+
+// OpenFlags returns the os.OpenFile flags of a C/Lua/Ruby file mode ("r",
+// "w", "a", "r+", "w+", "a+", each with an optional "b"), and false for
+// any other mode.
+func OpenFlags(mode string) (int, bool) {
+	switch strings.Replace(mode, "b", "", 1) {
+	case "r":
+		return os.O_RDONLY, true
+	case "w":
+		return os.O_WRONLY | os.O_CREATE | os.O_TRUNC, true
+	case "a":
+		return os.O_WRONLY | os.O_CREATE | os.O_APPEND, true
+	case "r+":
+		return os.O_RDWR, true
+	case "w+":
+		return os.O_RDWR | os.O_CREATE | os.O_TRUNC, true
+	case "a+":
+		return os.O_RDWR | os.O_CREATE | os.O_APPEND, true
+	}
+	return 0, false
 }

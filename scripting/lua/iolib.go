@@ -84,22 +84,8 @@ func (v *vm) checkFile(L *glua.LState, n int) *luaFile {
 // open opens path with a Lua mode and registers the file with the run.
 func (v *vm) open(L *glua.LState, path, mode string) (*glua.LUserData, error) {
 	v.rc.poke() // may be slow: check the deadline at the next instruction
-	flags := 0
-	m := strings.TrimSuffix(strings.Replace(mode, "b", "", 1), "b")
-	switch m {
-	case "r":
-		flags = os.O_RDONLY
-	case "w":
-		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-	case "a":
-		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
-	case "r+":
-		flags = os.O_RDWR
-	case "w+":
-		flags = os.O_RDWR | os.O_CREATE | os.O_TRUNC
-	case "a+":
-		flags = os.O_RDWR | os.O_CREATE | os.O_APPEND
-	default:
+	flags, ok := scripting.OpenFlags(mode)
+	if !ok {
 		L.ArgError(2, "invalid mode")
 	}
 	// Forget closed files: an open/close loop must not grow the list (and
@@ -119,7 +105,7 @@ func (v *vm) open(L *glua.LState, path, mode string) (*glua.LUserData, error) {
 	if err != nil {
 		return nil, err
 	}
-	lf := &luaFile{f: fh, r: bufio.NewReader(fh), w: m != "r"}
+	lf := &luaFile{f: fh, r: bufio.NewReader(fh), w: flags != os.O_RDONLY}
 	v.files = append(v.files, lf)
 	ud := L.NewUserData()
 	ud.Value = lf

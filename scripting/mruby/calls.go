@@ -20,7 +20,6 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"net/url"
 	"runtime/cgo"
 	"strconv"
 	"strings"
@@ -259,7 +258,7 @@ func (rs *runState) call(op int, a args) (any, error) {
 	case C.HOSTD_OP_QUERY_STRING:
 		return req.Query(), nil
 	case C.HOSTD_OP_ARGS:
-		return queryHash(req.Query()), nil
+		return scripting.ParseArgs(req.Query()), nil
 	case C.HOSTD_OP_HOST:
 		return req.Host(), nil
 	case C.HOSTD_OP_SCHEME:
@@ -545,28 +544,6 @@ func (rs *runState) call(op int, a args) (any, error) {
 		return rs.filesCall(op, a) // files.go
 	}
 	return nil, &callError{msg: fmt.Sprintf("unknown host operation %d", op)}
-}
-
-// queryHash parses a query string into name => value, or name => array of
-// values for a repeated name.
-func queryHash(q string) map[string]any {
-	m := map[string]any{}
-	if q == "" {
-		return m
-	}
-	vals, _ := url.ParseQuery(q) // keeps the well-formed pairs
-	for k, vs := range vals {
-		if len(vs) == 1 {
-			m[k] = vs[0]
-			continue
-		}
-		l := make([]any, len(vs))
-		for i, s := range vs {
-			l[i] = s
-		}
-		m[k] = l
-	}
-	return m
 }
 
 // setHeader implements r.headers_out[name] = value: a String or number

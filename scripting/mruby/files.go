@@ -53,21 +53,8 @@ func fileErr(path string, err error) error {
 // openFile opens path with a Ruby mode ("r", "w", "a", "r+", "w+", "a+",
 // with an optional "b") and returns its handle.
 func (rs *runState) openFile(path, mode string) (int64, error) {
-	var flags int
-	switch strings.Replace(mode, "b", "", 1) {
-	case "r":
-		flags = os.O_RDONLY
-	case "w":
-		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-	case "a":
-		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
-	case "r+":
-		flags = os.O_RDWR
-	case "w+":
-		flags = os.O_RDWR | os.O_CREATE | os.O_TRUNC
-	case "a+":
-		flags = os.O_RDWR | os.O_CREATE | os.O_APPEND
-	default:
+	flags, ok := scripting.OpenFlags(mode)
+	if !ok {
 		return 0, argErr("File.open: invalid mode %q", mode)
 	}
 	open := 0
