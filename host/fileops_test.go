@@ -66,7 +66,7 @@ var allowedFileOps = map[string]string{
 	"host/guard.go os.ReadFile":            "[sessions] password_file, an operator-configured secret in the main file",
 	// hostd hook run (a CLI, not the server): the vhost file named on its
 	// command line, and a private temporary main file around it.
-	"host/hookrun/run.go os.Stat":      "the --vhost-config file, whose owner decides whether root may take its user",
+	"host/hookrun/run.go os.OpenFile":  "the --vhost-config file, O_NOFOLLOW: its owner decides whether root may take its user",
 	"host/hookrun/run.go os.MkdirTemp": "a private (0700) directory for the synthetic main file of hostd hook run",
 	"host/hookrun/run.go os.WriteFile": "the synthetic main file (0600) in that directory",
 	"host/hookrun/run.go os.RemoveAll": "that directory, when the run is over",

@@ -121,6 +121,18 @@ r:write(tostring(s), " ", tostring(err):match("permission denied") or tostring(e
 			t.Errorf("vhost file owned by %d: exit %d, stderr %q", tc.uid, code, errOut)
 		}
 	}
+	// A tenant's link to the root-owned file (another tenant's identity)
+	// is not followed.
+	os.Chown(vh, 0, 0)
+	link := filepath.Join(dir, "site/vhosts/mine.toml")
+	if err := os.Symlink("vh.toml", link); err != nil {
+		t.Fatal(err)
+	}
+	os.Lchown(link, 31002, 31002)
+	code, _, errOut = hostdCmd(t, bin, dir, "hook", "run", "site/hooks/w.lua", "--vhost-config", link)
+	if code != 1 || !strings.Contains(errOut, "too many levels of symbolic links") {
+		t.Errorf("vhost file through a tenant's link: exit %d, stderr %q", code, errOut)
+	}
 }
 
 func fileUID(fi os.FileInfo) int {

@@ -176,13 +176,12 @@ func loadVHost(path string) (*tenant.VHost, uint32, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	fi, err := os.Stat(abs)
+	// The file itself, never through a symbolic link (a tenant's link to
+	// another tenant's root-owned file would lend root that tenant's
+	// identity); the same file must still be there after the load.
+	st, err := statNoFollow(abs)
 	if err != nil {
 		return nil, 0, fmt.Errorf("vhost file: %w", err)
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return nil, 0, fmt.Errorf("vhost file %s: no owner", abs)
 	}
 	dir, err := os.MkdirTemp("", "hostd-hook-run-")
 	if err != nil {
@@ -204,10 +203,31 @@ func loadVHost(path string) (*tenant.VHost, uint32, error) {
 		return nil, 0, fmt.Errorf("%s: not one vhost", abs)
 	}
 	vc := cfg.VHosts[0]
+	if again, err := statNoFollow(abs); err != nil || again.Dev != st.Dev || again.Ino != st.Ino {
+		return nil, 0, fmt.Errorf("%s: the file changed while it was loaded", abs)
+	}
 	if os.Geteuid() == 0 && st.Uid != 0 && st.Uid != vc.UID {
 		return nil, 0, fmt.Errorf("%s: %w", abs, ErrUntrustedVHost)
 	}
 	return vc, st.Uid, nil
+}
+
+// statNoFollow opens path with O_NOFOLLOW (a symbolic link fails) and
+// returns the regular file's status.
+func statNoFollow(path string) (*syscall.Stat_t, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	return &st, nil
 }
 
 // ErrUntrustedVHost is the error of a vhost file that root may not take an
