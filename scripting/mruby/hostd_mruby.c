@@ -743,7 +743,7 @@ re_fast_last_match(mrb_state *mrb, hostd_vm *vm, mrb_value md, mrb_value str, co
 static mrb_value
 re_fast_match(mrb_state *mrb, hostd_vm *vm, mrb_value self, mrb_value str, mrb_int pos, mrb_bool want_md)
 {
-	mrb_value src, flags, ary, md, fstr, argv[3];
+	mrb_value src, flags, ary, md, fstr, argv[3], vals[HOSTD_RE_FAST_OFFS];
 	int64_t offs[HOSTD_RE_FAST_OFFS];
 	int n, i;
 
@@ -766,9 +766,9 @@ re_fast_match(mrb_state *mrb, hostd_vm *vm, mrb_value self, mrb_value str, mrb_i
 		re_fast_last_match(mrb, vm, mrb_nil_value(), str, offs, 0);
 		return mrb_nil_value();
 	}
-	ary = mrb_ary_new_capa(mrb, n);
 	for (i = 0; i < n; i++)
-		mrb_ary_push(mrb, ary, mrb_int_value(mrb, (mrb_int)offs[i]));
+		vals[i] = mrb_int_value(mrb, (mrb_int)offs[i]);
+	ary = mrb_ary_new_from_values(mrb, n, vals);
 	// MatchData#initialize: @string is str if frozen, else a frozen copy.
 	fstr = str;
 	if (!mrb_frozen_p(mrb_basic_ptr(str))) {

@@ -82,9 +82,9 @@ class Regexp
 
   # __match (C, hostd_mruby.c's "Regexp fast path") matches from a byte
   # offset and makes the MatchData and sets $~ as __match_slow does.
-  def match(str, pos = 0)
+  def match(str, pos = 0, &blk)
     md = pos == 0 ? __match(str, 0, true) : __match_at(str, pos)
-    return yield(md) if md && block_given?
+    return yield(md) if md && blk
     md
   end
 
