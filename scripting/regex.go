@@ -84,10 +84,13 @@ type regexKey struct{ pattern, flags string }
 // (OpenResty's cache, JIT and duplicate-name options) are accepted and
 // mean nothing here. Any other letter, such as x, is an error.
 func (c *RegexCache) Compile(pattern, flags string) (*Regex, error) {
-	key := regexKey{pattern, flags}
-	if r, ok := c.m[key]; ok {
+	if r, ok := c.m[regexKey{pattern, flags}]; ok {
 		return r, nil
 	}
+	// Copies: a lookup's strings may be views of memory that is not Go's
+	// (mruby's fast path, hostdReMatch), and the compiled pattern keeps
+	// parts of its source (its String, group names).
+	pattern, flags = strings.Clone(pattern), strings.Clone(flags)
 	r, err := CompileRegex(pattern, flags)
 	if err != nil {
 		return nil, err
@@ -96,7 +99,7 @@ func (c *RegexCache) Compile(pattern, flags string) (*Regex, error) {
 		c.m = make(map[regexKey]*Regex)
 		c.insts = 0
 	}
-	c.m[key] = r
+	c.m[regexKey{pattern, flags}] = r
 	c.insts += r.insts
 	return r, nil
 }

@@ -43,7 +43,8 @@ r.write(p.size, ":", p.join("|"), " ", q.size, ":", q.join("|"))`,
 	"encode_decode_args": `q = Hostd.encode_args({b: "x y", a: [1, "2"], flag: true, off: false})
 t = Hostd.decode_args("a=1&a=2&b=x%20y")
 r.write(q, " ", t["a"][0], t["a"][1], t["b"])`,
-	"args_repeated_keys": `r.write(r.args["tag"].class == Array ? "table" : "?", r.args["tag"].size, r.args["tag"][1], r.args["one"].class == String ? "string" : "?")`,
+	"encode_args_nested_list": `Hostd.encode_args({a: [[1]]})`,
+	"args_repeated_keys":      `r.write(r.args["tag"].class == Array ? "table" : "?", r.args["tag"].size, r.args["tag"][1], r.args["one"].class == String ? "string" : "?")`,
 	"post_args_urlencoded": `a = r.post_args
 r.write(a["name"], "|", a["tag"][0], a["tag"][1], "|", a["empty"], "|", a["none"].inspect)`,
 	"post_args_multipart": `a = r.post_args
@@ -57,7 +58,8 @@ r.write(a["title"], "|", f["name"], "|", f["filename"], "|", f["type"], "|", f["
 r.write(b["user"], " ", b["ids"].size, " ", (b["ids"][1] == Hostd.json_null).to_s)
 x = Hostd.json_decode("{")
 r.write(" ", x.inspect, " ", x.nil? ? "string" : "?")`,
-	"json_body_invalid": `b = r.json_body; r.write(b.inspect, " ", b.nil? ? "string" : "?")`,
+	"json_body_too_large": "r.write(\"x\")\nb = r.json_body",
+	"json_body_invalid":   `b = r.json_body; r.write(b.inspect, " ", b.nil? ? "string" : "?")`,
 	// Cookies.
 	"cookies": `c = r.cookies
 n = 0
@@ -87,7 +89,11 @@ r.write(out.join(" "), " ", r.headers_in["x-multi"])`,
 	"hmacs": `m = "The quick brown fox jumps over the lazy dog"
 r.write(Hostd.hmac_md5("key", m), " ", Hostd.hmac_sha1("key", m), " ", Hostd.hmac_sha512("key", m)[0, 16], " ",
   Hostd.base64url_encode(Hostd.hmac("sha256", "key", m)))`,
-	"digest_unknown": `Hostd.digest("crc32", "x")`,
+	"digest_unknown":           `Hostd.digest("crc32", "x")`,
+	"hmac_unknown":             `Hostd.hmac("crc32", "k", "x")`,
+	"base64url_decode_invalid": `r.write(Hostd.base64url_decode("!!").inspect, " ", Hostd.base64url_decode("a").inspect)`,
+	"random_token_too_long":    "r.write(Hostd.random_token(0).size, \" \", Hostd.random_token(4096).size)\nHostd.random_token(4097)",
+	"http_time_out_of_range":   `Hostd.http_time(10**15)`,
 	"hex_base64url": `r.write(Hostd.hex_encode("\x01\xff"), " ", Hostd.hex_decode("01FF") == "\x01\xff" ? "ok" : "bad", " ",
   Hostd.hex_decode("zz").inspect, " ", Hostd.base64url_encode("\xfb\xff"), " ", Hostd.base64url_decode("-_8") == "\xfb\xff" ? "ok" : "bad")`,
 	"random": `a, b = Hostd.random_bytes(16), Hostd.random_bytes(16)

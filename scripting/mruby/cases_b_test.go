@@ -37,6 +37,16 @@ r.write(out.join("|"))`,
 rescue Hostd::Error => e
   r.write("nil ", e.message.include?("169.254.169.254:80: outbound: destination not allowed").to_s)
 end`,
+	"http_refused_by_address": `out = []
+["http://169.254.169.254/latest/meta-data/", r.headers_in["X-Redis"], "http://redis.test:6379/"].each do |u|
+  begin
+    Hostd::HTTP.request(url: u)
+    out << "false"
+  rescue Hostd::Error => e
+    out << e.message.include?("destination not allowed").to_s
+  end
+end
+r.write(out.join(" "))`,
 	"http_refused_redirect": `out = []
 [r.headers_in["X-Redis"], "http://169.254.169.254/"].each do |u|
   begin

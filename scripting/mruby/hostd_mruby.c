@@ -74,6 +74,10 @@ struct hostd_vm {
 	mrb_value re_cache;   // Regexp.compile's frozen Regexps (GC-registered)
 	struct RClass *regexp_class;
 	mrb_sym match_syms[10]; // $~, $1..$9
+	// Regexp fast path: @source, @flags, @regexp, @string, @offs and
+	// MatchData, looked up once.
+	mrb_sym re_fast_syms[5];
+	struct RClass *matchdata_class;
 };
 
 // ---- counting allocator ----
@@ -701,6 +705,125 @@ load_prelude(mrb_state *mrb, hostd_vm *vm)
 	}
 }
 
+// ---- Regexp fast path (issue 16's benchmark; regex_fast.go) ----
+// Begin of the section: everything of the fast path is here, but for the
+// one line in setup_body that defines Regexp#__match.
+
+// HOSTD_RE_FAST_OFFS is how many offsets (2 per group and the match) the
+// fast path takes; a pattern with more groups takes the general path.
+#define HOSTD_RE_FAST_OFFS (2 * 32)
+
+// re_fast_last_match sets $~ to md and $1..$9 to the groups of offs (n
+// byte offsets into str), as Hostd.__last_match does.
+static void
+re_fast_last_match(mrb_state *mrb, hostd_vm *vm, mrb_value md, mrb_value str, const int64_t *offs, int n)
+{
+	mrb_value v;
+	int i;
+
+	mrb_gv_set(mrb, vm->match_syms[0], md);
+	for (i = 1; i <= 9; i++) {
+		v = mrb_nil_value();
+		if (2 * i + 1 < n && offs[2 * i] >= 0 && offs[2 * i] <= offs[2 * i + 1] && offs[2 * i + 1] <= RSTRING_LEN(str))
+			v = mrb_str_new(mrb, RSTRING_PTR(str) + offs[2 * i], (mrb_int)(offs[2 * i + 1] - offs[2 * i]));
+		mrb_gv_set(mrb, vm->match_syms[i], v);
+	}
+}
+
+// Regexp#__match(str, bytepos, md): with md true, Regexp#match's work
+// from the byte offset on: the MatchData of the first match of self in
+// str at or after bytepos, or nil, with $~ and $1..$9 set; with md false,
+// whether there is one (match?, which sets nothing). The offsets come
+// from one Go call that reads the strings in place (hostdReMatch), with
+// no encoding of arguments and results, and the MatchData is made here
+// as MatchData#initialize makes it (the core is frozen: no hook can
+// change that). Errors (bad pattern, limits, the run ended) and patterns
+// with more groups than HOSTD_RE_FAST_OFFS holds take the general path,
+// Regexp#__match_slow, which raises them as before.
+static mrb_value
+re_fast_match(mrb_state *mrb, hostd_vm *vm, mrb_value self, mrb_value str, mrb_int pos, mrb_bool want_md)
+{
+	mrb_value src, flags, ary, md, fstr, argv[3], vals[HOSTD_RE_FAST_OFFS];
+	int64_t offs[HOSTD_RE_FAST_OFFS];
+	int n, i;
+
+	if (!vm->handle) mrb_raise(mrb, vm->error_class, "not available outside a hook run");
+	src = mrb_iv_get(mrb, self, vm->re_fast_syms[0]);
+	flags = mrb_iv_get(mrb, self, vm->re_fast_syms[1]);
+	n = -2;
+	if (mrb_string_p(src) && mrb_string_p(flags) && mrb_string_p(str))
+		n = hostdReMatch(vm->handle, RSTRING_PTR(src), (size_t)RSTRING_LEN(src), RSTRING_PTR(flags),
+				 (size_t)RSTRING_LEN(flags), RSTRING_PTR(str), (size_t)RSTRING_LEN(str), (int64_t)pos,
+				 offs, HOSTD_RE_FAST_OFFS);
+	if (n < -1 || n > HOSTD_RE_FAST_OFFS) {
+		argv[0] = str;
+		argv[1] = mrb_int_value(mrb, pos);
+		argv[2] = mrb_bool_value(want_md);
+		return mrb_funcall_argv(mrb, self, mrb_intern_lit(mrb, "__match_slow"), 3, argv);
+	}
+	if (!want_md) return mrb_bool_value(n >= 0);
+	if (n < 0) {
+		re_fast_last_match(mrb, vm, mrb_nil_value(), str, offs, 0);
+		return mrb_nil_value();
+	}
+	for (i = 0; i < n; i++)
+		vals[i] = mrb_int_value(mrb, (mrb_int)offs[i]);
+	ary = mrb_ary_new_from_values(mrb, n, vals);
+	// MatchData#initialize: @string is str if frozen, else a frozen copy.
+	fstr = str;
+	if (!mrb_frozen_p(mrb_basic_ptr(str))) {
+		if (mrb_obj_class(mrb, str) == mrb->string_class) {
+			fstr = mrb_str_dup(mrb, str);
+			MRB_SET_FROZEN_FLAG(mrb_basic_ptr(fstr));
+		} else {
+			fstr = mrb_funcall_argv(mrb, str, mrb_intern_lit(mrb, "dup"), 0, NULL);
+			fstr = mrb_funcall_argv(mrb, fstr, mrb_intern_lit(mrb, "freeze"), 0, NULL);
+		}
+	}
+	md = mrb_obj_value(mrb_obj_alloc(mrb, MRB_TT_OBJECT, vm->matchdata_class));
+	mrb_iv_set(mrb, md, vm->re_fast_syms[2], self);
+	mrb_iv_set(mrb, md, vm->re_fast_syms[3], fstr);
+	mrb_iv_set(mrb, md, vm->re_fast_syms[4], ary);
+	re_fast_last_match(mrb, vm, md, str, offs, n);
+	return md;
+}
+
+static mrb_value
+m_re_match_fast(mrb_state *mrb, mrb_value self)
+{
+	hostd_vm *vm = (hostd_vm *)mrb->ud;
+	mrb_value str;
+	mrb_int pos;
+	mrb_bool want_md;
+
+	mrb_get_args(mrb, "oib", &str, &pos, &want_md);
+	// As the Ruby Regexp#match: nil matches nothing (and resets $~),
+	// anything else but a String is matched as its to_s.
+	if (mrb_nil_p(str)) {
+		if (!want_md) return mrb_false_value();
+		re_fast_last_match(mrb, vm, mrb_nil_value(), str, NULL, 0);
+		return mrb_nil_value();
+	}
+	if (!mrb_string_p(str) || mrb_obj_class(mrb, str) != mrb->string_class)
+		str = mrb_funcall_argv(mrb, str, mrb_intern_lit(mrb, "to_s"), 0, NULL);
+	return re_fast_match(mrb, vm, self, str, pos, want_md);
+}
+
+// re_fast_setup defines Regexp#__match (setup_body, after the prelude).
+static void
+re_fast_setup(mrb_state *mrb, hostd_vm *vm, struct RClass *regexp)
+{
+	vm->re_fast_syms[0] = mrb_intern_lit(mrb, "@source");
+	vm->re_fast_syms[1] = mrb_intern_lit(mrb, "@flags");
+	vm->re_fast_syms[2] = mrb_intern_lit(mrb, "@regexp");
+	vm->re_fast_syms[3] = mrb_intern_lit(mrb, "@string");
+	vm->re_fast_syms[4] = mrb_intern_lit(mrb, "@offs");
+	vm->matchdata_class = mrb_class_get(mrb, "MatchData");
+	mrb_define_method(mrb, regexp, "__match", m_re_match_fast, MRB_ARGS_REQ(3));
+}
+
+// ---- end of the Regexp fast path ----
+
 // ---- issue 16 part B: outbound HTTP ----
 
 // Hostd::HTTP.request(url:, method:, headers:, body:, timeout:, max_body:)
@@ -1099,6 +1222,7 @@ setup_body(mrb_state *mrb, void *ud)
 	if (vm->prelude) {
 		c = vm->regexp_class = mrb_class_get(mrb, "Regexp");
 		mrb_define_class_method(mrb, c, "compile", m_re_compile, MRB_ARGS_ANY());
+		re_fast_setup(mrb, vm, c); // Regexp fast path
 	}
 
 	mrb_full_gc(mrb);

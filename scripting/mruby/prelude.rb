@@ -80,25 +80,36 @@ class Regexp
     str[0, pos].bytesize
   end
 
-  def match(str, pos = 0)
-    if str.nil?
-      Hostd.__last_match(nil, nil, nil)
-      return nil
-    end
-    str = str.to_s
-    b = pos == 0 ? 0 : __pos(str, pos)
-    offs = b < 0 ? nil : Hostd.__fn("re_match", @source, @flags, str, b)
-    md = offs && MatchData.new(self, str, offs)
-    Hostd.__last_match(md, str, offs)
-    return yield(md) if md && block_given?
+  # __match (C, hostd_mruby.c's "Regexp fast path") matches from a byte
+  # offset and makes the MatchData and sets $~ as __match_slow does.
+  def match(str, pos = 0, &blk)
+    md = pos == 0 ? __match(str, 0, true) : __match_at(str, pos)
+    return yield(md) if md && blk
     md
   end
 
+  def __match_at(str, pos)
+    return __match(nil, 0, true) if str.nil?
+    str = str.to_s
+    b = __pos(str, pos)
+    b < 0 ? Hostd.__last_match(nil, str, nil) : __match(str, b, true)
+  end
+
   def match?(str, pos = 0)
+    return __match(str, 0, false) if pos == 0
     return false if str.nil?
     str = str.to_s
     b = pos == 0 ? 0 : __pos(str, pos)
-    b >= 0 && !Hostd.__fn("re_match", @source, @flags, str, b).nil?
+    b >= 0 && __match(str, b, false)
+  end
+
+  # __match_slow is __match through Hostd.__fn: for the errors it raises
+  # and patterns with more than 31 groups.
+  def __match_slow(str, b, want_md)
+    offs = Hostd.__fn("re_match", @source, @flags, str, b)
+    return !offs.nil? unless want_md
+    md = offs && MatchData.new(self, str, offs)
+    Hostd.__last_match(md, str, offs)
   end
 
   def =~(str)

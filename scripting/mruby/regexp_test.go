@@ -85,3 +85,51 @@ r.write(Evil.compile("x").class.to_s)`
 		t.Fatalf("dave: %q %v", got, err)
 	}
 }
+
+// TestRegexpFastPath covers Regexp#match and match? through the C fast
+// path (hostd_mruby.c, regex_fast.go) and the calls it hands to the Ruby
+// Regexp#match: blocks (with break, next and a method's return), a
+// position, String subclasses, nil, failed matches resetting $~ and $1,
+// more groups than the fast path holds, and the errors it must still
+// raise.
+func TestRegexpFastPath(t *testing.T) {
+	e := newEngine(scripting.Config{Limits: scripting.Limits{MaxInput: 1 << 16}})
+	defer e.Close()
+	many := strings.Repeat("(a)", 40)
+	for _, tc := range []struct{ src, want string }{
+		{`m = /(\d+)-(\d+)?/.match("ab 12- cd"); r.write(m[0], "|", m[1], "|", m[2].inspect, "|", m.string, m.string.frozen?.to_s, "|", $~.equal?(m).to_s, $1, $2.inspect)`, "12-|12|nil|ab 12- cdtrue|true12nil"},
+		{`/(a)/.match("a"); x = /(b)/.match("c"); r.write(x.inspect, $~.inspect, $1.inspect)`, "nilnilnil"},
+		{`r.write(/b/.match("abcb", 2).begin(0).to_s, /b/.match("abcb", 0).begin(0).to_s, /b/.match("ab", -1).begin(0).to_s, /b/.match("ab", 5).inspect)`, "311nil"},
+		{`r.write(/(b)/.match("abc") { |m| m[1] * 2 }, /z/.match("abc") { |m| "never" }.inspect)`, "bbnil"},
+		{`x = /(b)/.match("abc") { |m| break "broke" }; r.write(x)`, "broke"},
+		{`a = ["xb", "y"].map { |s| /b/.match(s) { |m| next "n" } }; r.write(a.inspect)`, `["n", nil]`},
+		{`def f; /b/.match("b") { |m| return "ret" }; "no"; end; r.write(f)`, "ret"},
+		{`begin; /b/.match("b") { raise "inner" }; rescue => e; r.write(e.message); end`, "inner"},
+		{`class S < String; end; m = /b/.match(S.new("abc")); r.write(m[0], m.string.class.to_s)`, "bString"},
+		{`r.write(/a/.match(nil).inspect, $~.inspect, /1/.match(123)[0], /b/.match(:abc)[0])`, "nilnil1b"},
+		{`r.write(/b/.match?("abc").to_s, /z/.match?("abc").to_s, /b/.match?(nil).to_s); /q/.match?("q"); r.write($~.inspect)`, "truefalsefalsenil"},
+		{`/(x)/.match("x"); /y/.match?("y"); r.write($1)`, "x"},
+		{`s = "aé" + "a" * 3; m = /(a+)$/.match(s); r.write(m.begin(1).to_s, m[1])`, "2aaa"},
+		{`m = /` + many + `/.match("` + strings.Repeat("a", 40) + `"); r.write(m.size.to_s, m[40], $9)`, "41aa"},
+		{`m = "x=1" =~ /(\w)=(\d)/; r.write(m.to_s, $2, "k=v".match(/(\w)=(\w)/)[2])`, "01v"},
+		{`r.write(/b/.__match("abc", 0, false).to_s, /b/.__match("abc", 2, true).inspect)`, "truenil"},
+	} {
+		got, _, err := run(t, e, t.TempDir(), "h.rb", tc.src)
+		if err != nil || got != tc.want {
+			t.Errorf("%s:\n got %q, %v\nwant %q", tc.src, got, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ src, want string }{
+		{`/a/.match("a" * 70000)`, "input limit"},
+		{`/a/.match?("a" * 70000)`, "input limit"},
+		{`/a/.__match("a", "x", true)`, "TypeError"},
+		{`Regexp.allocate.match("a")`, "must be a String"},
+		{`class E < String; def to_s; 5; end; end; /a/.match(E.new("a"))`, "must be a String"},
+		{`/(a{100}){100}/.match("a" * 65000)`, "RegexpError"},
+	} {
+		_, _, err := run(t, e, t.TempDir(), "h.rb", tc.src)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %s", tc.src, err, tc.want)
+		}
+	}
+}

@@ -50,6 +50,16 @@ local res2, err2 = hostd.http.request{url = r.headers_in["X-Base"] .. "/to?u=htt
 r:write(tostring(res), " ", tostring(err:find("destination not allowed", 1, true) ~= nil), " ",
   tostring(res2), " ", tostring(err2:find("destination not allowed", 1, true) ~= nil))`,
 			Want: Want{Body: "nil true nil true"}},
+		// The metadata address itself, and the Redis by name (its own port
+		// and 6379): each refused for its address, not failing otherwise.
+		{Name: "http_refused_by_address", Phase: content, HTTP: true,
+			Lua: `local out = {}
+for _, u in ipairs({"http://169.254.169.254/latest/meta-data/", r.headers_in["X-Redis"], "http://redis.test:6379/"}) do
+  local res, err = hostd.http.request{url = u}
+  out[#out + 1] = tostring(res == nil and err:find("destination not allowed", 1, true) ~= nil)
+end
+r:write(table.concat(out, " "))`,
+			Want: Want{Body: "true true true"}},
 		{Name: "http_bad_args", Phase: content, HTTP: true,
 			Lua:  "local x = 1\nhostd.http.request{url = 1}",
 			Want: Want{Err: "url must be a string", ErrLine: 2}},

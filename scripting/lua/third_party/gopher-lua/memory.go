@@ -132,6 +132,17 @@ func (ls *LState) liveMemory() int64 {
 			for _, e := range x.array {
 				push(e)
 			}
+			for i, k := range x.keys {
+				if x.hvals == nil {
+					break
+				}
+				if s, ok := k.(LString); ok {
+					total += int64(len(s))
+				} else {
+					push(k)
+				}
+				push(x.hvals[i])
+			}
 			for k, e := range x.strdict {
 				total += int64(len(k))
 				push(e)

@@ -40,7 +40,7 @@ func newLTable(acap int, hcap int) *LTable {
 	if acap != 0 {
 		tb.array = make([]LValue, 0, acap)
 	}
-	if hcap != 0 {
+	if hcap > smallKeys {
 		tb.strdict = make(map[string]LValue, hcap)
 	}
 	return tb
@@ -200,12 +200,11 @@ func (tb *LTable) RawSetInt(key int, value LValue) {
 
 // RawSetString sets a given LValue to a given string index without the __newindex metamethod.
 func (tb *LTable) RawSetString(key string, value LValue) {
+	if tb.strdict == nil && tb.dict == nil && tb.smallSet(LString(key), value) {
+		return
+	}
 	if tb.strdict == nil {
 		tb.strdict = make(map[string]LValue, defaultHashCap)
-	}
-	if tb.keys == nil {
-		tb.keys = []LValue{}
-		tb.k2i = map[LValue]int{}
 	}
 
 	if value == LNil {
@@ -213,12 +212,92 @@ func (tb *LTable) RawSetString(key string, value LValue) {
 		delete(tb.strdict, key)
 	} else {
 		tb.strdict[key] = value
-		lkey := LString(key)
-		if _, ok := tb.k2i[lkey]; !ok {
-			tb.k2i[lkey] = len(tb.keys)
-			tb.keys = append(tb.keys, lkey)
+		tb.addKey(LString(key))
+	}
+}
+
+// hostd: a table with at most smallKeys hash keys keeps them without maps
+// (the "small" mode: strdict and dict are nil, hvals[i] is the value of
+// keys[i], LNil once deleted, and lookups scan keys); one more key moves
+// them to the maps for good. A match table's [0] or a few named fields
+// then cost no map at all.
+const smallKeys = 8
+
+// smallSet sets key to value in the small mode and reports whether it
+// did: false when the table must move to the maps first (it has then
+// moved, and the caller sets the key there).
+func (tb *LTable) smallSet(key LValue, value LValue) bool {
+	for i, k := range tb.keys {
+		if k == key {
+			tb.hvals[i] = value
+			return true
 		}
 	}
+	if value == LNil {
+		return true
+	}
+	if len(tb.keys) < smallKeys {
+		tb.keys = append(tb.keys, key)
+		tb.hvals = append(tb.hvals, value)
+		return true
+	}
+	tb.strdict = make(map[string]LValue, 2*smallKeys)
+	tb.k2i = make(map[LValue]int, 4*smallKeys)
+	for i, k := range tb.keys {
+		tb.k2i[k] = i
+		v := tb.hvals[i]
+		if v == LNil {
+			continue
+		}
+		if s, ok := k.(LString); ok {
+			tb.strdict[string(s)] = v
+		} else {
+			if tb.dict == nil {
+				tb.dict = make(map[LValue]LValue, smallKeys)
+			}
+			tb.dict[k] = v
+		}
+	}
+	tb.hvals = nil
+	return false
+}
+
+// smallGet is the value of key in the small mode.
+func (tb *LTable) smallGet(key LValue) LValue {
+	for i, k := range tb.keys {
+		if k == key {
+			return tb.hvals[i]
+		}
+	}
+	return LNil
+}
+
+// addKey appends key to the iteration order unless it is there.
+func (tb *LTable) addKey(key LValue) {
+	if tb.k2i == nil {
+		tb.k2i = make(map[LValue]int, len(tb.keys)+1)
+		for i, k := range tb.keys {
+			tb.k2i[k] = i
+		}
+	}
+	if _, ok := tb.k2i[key]; !ok {
+		tb.k2i[key] = len(tb.keys)
+		tb.keys = append(tb.keys, key)
+	}
+}
+
+// keyIndex is the position of key in the iteration order (0 when it is
+// not there, as a missing k2i entry was).
+func (tb *LTable) keyIndex(key LValue) int {
+	if tb.k2i == nil {
+		for i, k := range tb.keys {
+			if k == key {
+				return i
+			}
+		}
+		return 0
+	}
+	return tb.k2i[key]
 }
 
 // RawSetH sets a given LValue to a given index without the __newindex metamethod.
@@ -227,12 +306,11 @@ func (tb *LTable) RawSetH(key LValue, value LValue) {
 		tb.RawSetString(string(s), value)
 		return
 	}
+	if tb.strdict == nil && tb.dict == nil && tb.smallSet(key, value) {
+		return
+	}
 	if tb.dict == nil {
 		tb.dict = make(map[LValue]LValue, len(tb.strdict))
-	}
-	if tb.keys == nil {
-		tb.keys = []LValue{}
-		tb.k2i = map[LValue]int{}
 	}
 
 	if value == LNil {
@@ -240,10 +318,7 @@ func (tb *LTable) RawSetH(key LValue, value LValue) {
 		delete(tb.dict, key)
 	} else {
 		tb.dict[key] = value
-		if _, ok := tb.k2i[key]; !ok {
-			tb.k2i[key] = len(tb.keys)
-			tb.keys = append(tb.keys, key)
-		}
+		tb.addKey(key)
 	}
 }
 
@@ -263,6 +338,9 @@ func (tb *LTable) RawGet(key LValue) LValue {
 		}
 	case LString:
 		if tb.strdict == nil {
+			if tb.dict == nil {
+				return tb.smallGet(key)
+			}
 			return LNil
 		}
 		if ret, ok := tb.strdict[string(v)]; ok {
@@ -271,6 +349,9 @@ func (tb *LTable) RawGet(key LValue) LValue {
 		return LNil
 	}
 	if tb.dict == nil {
+		if tb.strdict == nil {
+			return tb.smallGet(key)
+		}
 		return LNil
 	}
 	if v, ok := tb.dict[key]; ok {
@@ -293,6 +374,9 @@ func (tb *LTable) RawGetInt(key int) LValue {
 
 // RawGet returns an LValue associated with a given key without __index metamethod.
 func (tb *LTable) RawGetH(key LValue) LValue {
+	if tb.strdict == nil && tb.dict == nil {
+		return tb.smallGet(key)
+	}
 	if s, sok := key.(LString); sok {
 		if tb.strdict == nil {
 			return LNil
@@ -314,6 +398,9 @@ func (tb *LTable) RawGetH(key LValue) LValue {
 // RawGetString returns an LValue associated with a given key without __index metamethod.
 func (tb *LTable) RawGetString(key string) LValue {
 	if tb.strdict == nil {
+		if tb.dict == nil {
+			return tb.smallGet(LString(key))
+		}
 		return LNil
 	}
 	if v, vok := tb.strdict[string(key)]; vok {
@@ -329,6 +416,11 @@ func (tb *LTable) ForEach(cb func(LValue, LValue)) {
 			if v != LNil {
 				cb(LNumber(i+1), v)
 			}
+		}
+	}
+	for i, k := range tb.keys {
+		if tb.hvals != nil && tb.hvals[i] != LNil {
+			cb(k, tb.hvals[i])
 		}
 	}
 	if tb.strdict != nil {
@@ -366,7 +458,7 @@ func (tb *LTable) Next(key LValue) (LValue, LValue) {
 				}
 			}
 			if tb.array == nil || index == len(tb.array) {
-				if (tb.dict == nil || len(tb.dict) == 0) && (tb.strdict == nil || len(tb.strdict) == 0) {
+				if len(tb.keys) == 0 {
 					return LNil, LNil
 				}
 				key = tb.keys[0]
@@ -377,7 +469,7 @@ func (tb *LTable) Next(key LValue) (LValue, LValue) {
 		}
 	}
 
-	for i := tb.k2i[key] + 1; i < len(tb.keys); i++ {
+	for i := tb.keyIndex(key) + 1; i < len(tb.keys); i++ {
 		key := tb.keys[i]
 		if v := tb.RawGetH(key); v != LNil {
 			return key, v
