@@ -10,8 +10,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/hostd/hostd/host/session"
 	"github.com/hostd/hostd/scripting"
-	"github.com/hostd/hostd/scripting/session"
 )
 
 // hookRequest is the scripting.Request a hook sees: a view of one HTTP

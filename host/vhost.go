@@ -15,12 +15,12 @@ import (
 	"github.com/hostd/hostd/host/cgi"
 	"github.com/hostd/hostd/host/logtext"
 	"github.com/hostd/hostd/host/phpfpm"
+	"github.com/hostd/hostd/host/session"
 	"github.com/hostd/hostd/sandbox"
 	"github.com/hostd/hostd/scripting"
 	"github.com/hostd/hostd/scripting/lua"
 	"github.com/hostd/hostd/scripting/mruby"
 	"github.com/hostd/hostd/scripting/outbound"
-	"github.com/hostd/hostd/scripting/session"
 	"github.com/hostd/hostd/tenant"
 )
 

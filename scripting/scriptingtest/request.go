@@ -8,8 +8,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/hostd/hostd/host/session"
 	"github.com/hostd/hostd/scripting"
-	"github.com/hostd/hostd/scripting/session"
 )
 
 // RequestOptions describe a fake request. Zero fields get defaults: method
