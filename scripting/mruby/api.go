@@ -481,7 +481,7 @@ func fnParseHTTPTime(rs *runState, a args) (any, error) {
 
 func fnCookies(rs *runState, a args) (any, error) {
 	h := make(map[string]any)
-	scripting.EachCookie(rs.req.HeadersIn(), func(name, val string) bool {
+	scripting.EachCookie(rs.api.Req.HeadersIn(), func(name, val string) bool {
 		if _, dup := h[name]; !dup {
 			h[name] = val
 		}
@@ -496,7 +496,7 @@ func fnCookie(rs *runState, a args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if v, ok := scripting.Cookie(rs.req.HeadersIn(), name); ok {
+	if v, ok := scripting.Cookie(rs.api.Req.HeadersIn(), name); ok {
 		return v, nil
 	}
 	return nil, nil
@@ -514,18 +514,18 @@ func fnSetCookie(rs *runState, a args) (any, error) {
 	if err != nil {
 		return nil, argErr("r.%v", err)
 	}
-	scripting.SetCookie(rs.req.HeadersOut(), c)
+	scripting.SetCookie(rs.api.Req.HeadersOut(), c)
 	return nil, nil
 }
 
 // fnPostArgs: the form fields, or nil for a malformed body; a body or part
 // over its limit fails the hook (413).
 func fnPostArgs(rs *runState, a args) (any, error) {
-	b, err := rs.req.Body()
+	b, err := rs.api.Req.Body()
 	if err != nil {
 		return nil, rs.hostFail("r.post_args", err)
 	}
-	m, err := scripting.ParseForm(rs.req.HeadersIn().Get("Content-Type"), b, scripting.FormLimits{MaxPart: rs.e.cfg.Limits.MaxFormPart})
+	m, err := scripting.ParseForm(rs.api.Req.HeadersIn().Get("Content-Type"), b, scripting.FormLimits{MaxPart: rs.e.cfg.Limits.MaxFormPart})
 	if errors.Is(err, scripting.ErrBodyTooLarge) {
 		return nil, rs.hostFail("r.post_args", err)
 	}
@@ -537,7 +537,7 @@ func fnPostArgs(rs *runState, a args) (any, error) {
 
 // fnJSONBody: the decoded body, or nil when it is not JSON.
 func fnJSONBody(rs *runState, a args) (any, error) {
-	b, err := rs.req.Body()
+	b, err := rs.api.Req.Body()
 	if err != nil {
 		return nil, rs.hostFail("r.json_body", err)
 	}
@@ -551,9 +551,9 @@ func fnJSONBody(rs *runState, a args) (any, error) {
 // fnHeaders: (in) -> [[name, value or [values]], ...], names in lower case,
 // sorted.
 func fnHeaders(rs *runState, a args) (any, error) {
-	h := rs.req.HeadersOut()
+	h := rs.api.Req.HeadersOut()
 	if len(a) > 0 && a[0] == true {
-		h = rs.req.HeadersIn()
+		h = rs.api.Req.HeadersIn()
 	}
 	names := make([]string, 0, len(h))
 	for k, vals := range h {

@@ -188,7 +188,7 @@ func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, re
 		timeout = min(timeout, time.Until(dl))
 	}
 	rs := &v.rs
-	*rs = runState{e: e, ctx: ctx, phase: phase, path: path, req: req, out: rs.out, re: &v.re,
+	*rs = runState{e: e, ctx: ctx, api: scripting.Hook{Config: &e.cfg, Req: req, Phase: phase, File: path}, out: rs.out, re: &v.re,
 		deadline: time.Now().Add(timeout), vm: v, files: rs.files}
 	v.pinned = p // require_relative must not evict the running hook's proc
 	// rs is reset below, before v goes back to the pool.
