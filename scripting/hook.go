@@ -304,10 +304,8 @@ func (h *Hook) Base64Decode(s string) ([]byte, error) {
 	if err := h.CheckInput(s, 1); err != nil {
 		return nil, err
 	}
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if b, err := enc.DecodeString(s); err == nil {
-			return b, nil
-		}
+	if b, ok := DecodeBase64(s); ok {
+		return b, nil
 	}
 	return nil, ErrInvalidBase64
 }
@@ -559,4 +557,26 @@ func (h *Hook) SetCookie(opts map[string]any) error {
 	}
 	SetCookie(h.Req.HeadersOut(), c)
 	return nil
+}
+
+// HTTPRequest is hostd.http.request: the request m describes (see
+// ParseHTTPRequest) made by the site's client (ErrNoOutbound without
+// one), bounded by its timeout and the run's deadline. The wait uses no
+// CPU, so the host may let others run meanwhile (PauseForIO).
+func (h *Hook) HTTPRequest(ctx context.Context, deadline time.Time, m map[string]any) (*HTTPResponse, error) {
+	req, err := ParseHTTPRequest(m, h.Config.Limits.MaxInput)
+	if err != nil {
+		return nil, argError(1, "%v", err)
+	}
+	c := h.Config.HTTP
+	if c == nil {
+		return nil, ErrNoOutbound
+	}
+	// A context of its own (the client's goroutines use it): ctx bounded
+	// by the run's deadline.
+	rctx, cancel := HTTPDeadline(ctx, deadline, req.Timeout)
+	defer cancel()
+	resume := PauseForIO(ctx)
+	defer resume()
+	return c.Do(rctx, req)
 }

@@ -217,10 +217,11 @@ func hHTTPTime(L *glua.LState) int {
 	} else {
 		t = float64(L.CheckNumber(1))
 	}
-	if t < -62135596800 || t > 253402300799 {
-		L.ArgError(1, "time out of range")
+	s, err := scripting.HTTPTime(t)
+	if err != nil {
+		L.ArgError(1, err.Error())
 	}
-	L.Push(glua.LString(scripting.HTTPTime(t)))
+	L.Push(glua.LString(s))
 	return 1
 }
 

@@ -130,23 +130,24 @@ func (rs *runState) hostFail(what string, err error) error {
 
 // named maps the error of a scripting.Hook operation for Ruby: an
 // ArgumentError for a bad argument, the run's host error for the host's,
-// a Hostd::Error for the others; each named after the operation.
+// a Hostd::Error for the others; each message starts with name (none when
+// name is "").
 func (rs *runState) named(name string, err error) error {
-	if err == nil {
-		return nil
+	if err == nil || isNamed(err) {
+		return err
+	}
+	if name != "" {
+		name += ": "
 	}
 	var ae *scripting.ArgError
 	if errors.As(err, &ae) {
-		return argErr("%s: %s", name, ae.Msg)
+		return argErr("%s%s", name, ae.Msg)
 	}
 	var he *scripting.HostError
 	if errors.As(err, &he) {
 		rs.hostErr = he.Err
 	}
-	if isNamed(err) {
-		return err
-	}
-	return &callError{msg: name + ": " + err.Error()}
+	return &callError{msg: name + err.Error()}
 }
 
 // isNamed reports whether err is already a result for Ruby.
@@ -160,10 +161,7 @@ func isNamed(err error) bool {
 func raw(f func(rs *runState, a args) (any, error)) func(rs *runState, a args) (any, error) {
 	return func(rs *runState, a args) (any, error) {
 		v, err := f(rs, a)
-		if err != nil && !isNamed(err) {
-			err = &callError{msg: err.Error()}
-		}
-		return v, err
+		return v, rs.named("", err)
 	}
 }
 
