@@ -124,13 +124,13 @@ func (h *Hook) Redirect(loc string, code float64) (int, error) {
 	return int(code), nil
 }
 
-// ErrRewriteOnly is the error of r:set_path outside the rewrite phase.
-var ErrRewriteOnly = errors.New("only available in the rewrite phase")
+// errRewriteOnly is the error of r:set_path outside the rewrite phase.
+var errRewriteOnly = errors.New("only available in the rewrite phase")
 
 // SetPath is r:set_path(p), in the rewrite phase only.
 func (h *Hook) SetPath(p string) error {
 	if h.Phase != PhaseRewrite {
-		return ErrRewriteOnly
+		return errRewriteOnly
 	}
 	return hostError(h.Req.SetPath(p))
 }
@@ -206,14 +206,14 @@ func (h *Hook) Headers(in bool) (names []string, values [][]string) {
 	return names, values
 }
 
-// ErrNoVars means the request has no r.vars table.
-var ErrNoVars = errors.New("r.vars is not available for this request")
+// errNoVars means the request has no r.vars table.
+var errNoVars = errors.New("r.vars is not available for this request")
 
 // Var is r.vars[k] (nil when absent).
 func (h *Hook) Var(k string) (any, error) {
 	m := h.Req.Vars()
 	if m == nil {
-		return nil, ErrNoVars
+		return nil, errNoVars
 	}
 	return m[k], nil
 }
@@ -223,7 +223,7 @@ func (h *Hook) Var(k string) (any, error) {
 func (h *Hook) SetVar(k string, v any) error {
 	m := h.Req.Vars()
 	if m == nil {
-		return ErrNoVars
+		return errNoVars
 	}
 	if v == nil {
 		delete(m, k)
@@ -332,13 +332,11 @@ func dictValue(v any, arg int) error {
 	return argError(arg, "value must be a string, number, boolean or nil")
 }
 
-// DictMiss is why a conditional store of the shared dictionary did not
-// store: "exists", "not found", "changed", or that the dictionary is full.
-type DictMiss string
-
-// dictStored maps a store's outcome: ErrDictFull is a miss, other errors
-// (a key or value too long) are the arguments' fault.
-func dictStored(ok bool, err error, miss DictMiss) (DictMiss, error) {
+// dictStored maps a store's outcome to a miss, why a store of the shared
+// dictionary did not store ("" when it did): miss ("exists", "not found",
+// "changed") or a full dictionary; other errors (a key or value too long)
+// are the arguments' fault.
+func dictStored(ok bool, err error, miss string) (string, error) {
 	switch {
 	case errors.Is(err, ErrDictBudget):
 		return "shared dictionary is over its byte budget", nil
@@ -357,7 +355,7 @@ func (h *Hook) SharedGet(k string) any { return h.Config.Shared.Get(k) }
 
 // SharedSet is hostd.shared:set(k, v [, ttl]); nil v deletes. The miss
 // is empty when it stored.
-func (h *Hook) SharedSet(k string, v any, ttlSecs float64) (DictMiss, error) {
+func (h *Hook) SharedSet(k string, v any, ttlSecs float64) (miss string, err error) {
 	if err := dictValue(v, 2); err != nil {
 		return "", err
 	}
@@ -370,17 +368,17 @@ func (h *Hook) SharedSet(k string, v any, ttlSecs float64) (DictMiss, error) {
 
 // SharedIncr is hostd.shared:incr(k [, delta [, init [, ttl]]]): the new
 // value; a full dictionary or a key that holds no number is a miss.
-func (h *Hook) SharedIncr(k string, delta, init, ttlSecs float64) (float64, DictMiss, error) {
+func (h *Hook) SharedIncr(k string, delta, init, ttlSecs float64) (n float64, miss string, err error) {
 	d, err := ttl(ttlSecs, 4)
 	if err != nil {
 		return 0, "", err
 	}
-	n, err := h.Config.Shared.Incr(k, delta, init, d)
+	n, err = h.Config.Shared.Incr(k, delta, init, d)
 	if err != nil {
 		if miss, _ := dictStored(false, err, ""); miss != "" {
 			return 0, miss, nil // full
 		}
-		return 0, DictMiss(err.Error()), nil // not a number
+		return 0, err.Error(), nil // not a number
 	}
 	return n, "", nil
 }
@@ -390,7 +388,7 @@ func (h *Hook) SharedDelete(k string) { h.Config.Shared.Delete(k) }
 
 // SharedAdd is hostd.shared:add(k, v [, ttl]): store only when k is
 // absent ("exists" otherwise).
-func (h *Hook) SharedAdd(k string, v any, ttlSecs float64) (DictMiss, error) {
+func (h *Hook) SharedAdd(k string, v any, ttlSecs float64) (miss string, err error) {
 	if v == nil {
 		return "", argError(2, "value must not be nil")
 	}
@@ -407,7 +405,7 @@ func (h *Hook) SharedAdd(k string, v any, ttlSecs float64) (DictMiss, error) {
 
 // SharedReplace is hostd.shared:replace(k, v [, ttl]): store only when k
 // is present ("not found" otherwise).
-func (h *Hook) SharedReplace(k string, v any, ttlSecs float64) (DictMiss, error) {
+func (h *Hook) SharedReplace(k string, v any, ttlSecs float64) (miss string, err error) {
 	if err := dictValue(v, 2); err != nil {
 		return "", err
 	}
@@ -421,7 +419,7 @@ func (h *Hook) SharedReplace(k string, v any, ttlSecs float64) (DictMiss, error)
 
 // SharedCAS is hostd.shared:cas(k, old, new [, ttl]): store new only when
 // the value is old (nil: absent; "changed" otherwise); nil new deletes.
-func (h *Hook) SharedCAS(k string, old, v any, ttlSecs float64) (DictMiss, error) {
+func (h *Hook) SharedCAS(k string, old, v any, ttlSecs float64) (miss string, err error) {
 	if err := dictValue(old, 2); err != nil {
 		return "", err
 	}
@@ -445,7 +443,7 @@ func (h *Hook) SharedTTL(k string) (secs float64, ok bool) {
 
 // SharedExpire is hostd.shared:expire(k, ttl): a new time to live (0:
 // none); "not found" when k is absent.
-func (h *Hook) SharedExpire(k string, ttlSecs float64) (DictMiss, error) {
+func (h *Hook) SharedExpire(k string, ttlSecs float64) (miss string, err error) {
 	d, err := ttl(ttlSecs, 2)
 	if err != nil {
 		return "", err

@@ -142,7 +142,7 @@ func hTime(L *glua.LState) int {
 // Shared dictionary methods; the first argument is hostd.shared itself.
 
 // dictMiss pushes the result of a store: true, or false and why not.
-func dictMiss(L *glua.LState, miss scripting.DictMiss) int {
+func dictMiss(L *glua.LState, miss string) int {
 	if miss != "" {
 		L.Push(glua.LFalse)
 		L.Push(glua.LString(miss))

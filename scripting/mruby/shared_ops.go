@@ -2,13 +2,11 @@
 
 package mruby
 
-import "github.com/hostd/hostd/scripting"
-
 // The Hostd.shared methods; their rules are scripting.Hook's. A store
 // returns true, or false when it did not store (the key exists, is
 // missing or changed, or the dictionary is full).
 
-func stored(miss scripting.DictMiss, err error) (any, error) {
+func stored(miss string, err error) (any, error) {
 	if err != nil {
 		return nil, err
 	}
