@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/hostd/hostd/host/session"
@@ -60,6 +61,12 @@ func (h *hookRequest) RemoteAddr() string {
 		return h.r.RemoteAddr
 	}
 	return ip
+}
+
+func (h *hookRequest) RemotePort() int {
+	_, port, _ := net.SplitHostPort(h.r.RemoteAddr)
+	n, _ := strconv.Atoi(port)
+	return n
 }
 
 // SetPath rewrites the request path internally; "p?q" replaces the query.

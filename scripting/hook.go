@@ -93,6 +93,13 @@ func statusCode(code float64, arg int) (int, error) {
 	return int(code), nil
 }
 
+// RemotePort is r:remote_port(): the client's TCP port; ok is false when
+// it is unknown (nil to the hook).
+func (h *Hook) RemotePort() (port int, ok bool) {
+	port = h.Req.RemotePort()
+	return port, port > 0 && port <= 65535
+}
+
 // SetStatus is r.status = code.
 func (h *Hook) SetStatus(code float64) (int, error) {
 	st, err := statusCode(code, 1)

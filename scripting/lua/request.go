@@ -18,7 +18,8 @@ func (v *vm) buildRequest() {
 	L := v.L
 	methods := L.NewTable()
 	L.SetFuncs(methods, map[string]glua.LGFunction{
-		"write": v.rWrite, "puts": v.rPuts, "redirect": v.rRedirect,
+		"remote_port": v.rRemotePort,
+		"write":       v.rWrite, "puts": v.rPuts, "redirect": v.rRedirect,
 		"exit": v.rExit, "basic_auth": v.rBasicAuth, "set_path": v.rSetPath,
 	})
 	v.requestAPI(methods) // api.go
@@ -163,6 +164,16 @@ func (v *vm) writeString(L *glua.LState, s string) {
 	// Write must not modify or retain p (io.Writer), so the string's
 	// bytes are passed without a copy.
 	v.check(L, "r:write", 1, v.api.Write(unsafe.Slice(unsafe.StringData(s), len(s))))
+}
+
+func (v *vm) rRemotePort(L *glua.LState) int {
+	v.request(L)
+	if port, ok := v.api.RemotePort(); ok {
+		L.Push(glua.LNumber(port))
+	} else {
+		L.Push(glua.LNil)
+	}
+	return 1
 }
 
 func (v *vm) rWrite(L *glua.LState) int { return v.write(L, false) }

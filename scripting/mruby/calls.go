@@ -237,6 +237,7 @@ var ops = [...]op{
 	C.HOSTD_OP_HOST:         {"r.host", func(rs *runState, a args) (any, error) { return rs.api.Req.Host(), nil }},
 	C.HOSTD_OP_SCHEME:       {"r.scheme", func(rs *runState, a args) (any, error) { return rs.api.Req.Scheme(), nil }},
 	C.HOSTD_OP_REMOTE_ADDR:  {"r.remote_addr", func(rs *runState, a args) (any, error) { return rs.api.Req.RemoteAddr(), nil }},
+	C.HOSTD_OP_REMOTE_PORT:  {"r.remote_port", opRemotePort},
 	C.HOSTD_OP_PHASE:        {"r.phase", func(rs *runState, a args) (any, error) { return rs.api.Phase.String(), nil }},
 	C.HOSTD_OP_STATUS:       {"r.status", func(rs *runState, a args) (any, error) { return int64(rs.api.Req.Status()), nil }},
 	C.HOSTD_OP_SET_STATUS:   {"r.status=", opSetStatus},
@@ -380,6 +381,13 @@ func opExit(rs *runState, a args) (any, error) {
 		return nil, err
 	}
 	return nil, exitStatus(st)
+}
+
+func opRemotePort(rs *runState, a args) (any, error) {
+	if port, ok := rs.api.RemotePort(); ok {
+		return int64(port), nil
+	}
+	return nil, nil
 }
 
 func opBasicAuth(rs *runState, a args) (any, error) {
