@@ -77,7 +77,7 @@ test: deps test-deps $(BUILD_DEPS) vet
 	HOSTD_TEST_HTTP=h2 $(GO) test -race -count=1 -timeout 20m ./host/
 	@# the pure-Go build (no libmruby): builds, and its mruby stub says so
 	CGO_ENABLED=0 $(GO) build -tags nomruby -o /dev/null ./cmd/hostd
-	CGO_ENABLED=0 $(GO) test -tags nomruby -count=1 ./scripting/mruby ./tenant
+	CGO_ENABLED=0 $(GO) test -tags nomruby -count=1 ./scripting/mruby ./scripting/engines ./tenant
 
 # The web servers `hostd bench --peers` compares hostd with (Debian
 # packages; their services are not enabled by the bench, which starts and

@@ -7,8 +7,8 @@ import (
 	"slices"
 
 	"github.com/hostd/hostd/sandbox"
-	"github.com/hostd/hostd/scripting/lua"
-	"github.com/hostd/hostd/scripting/mruby"
+	"github.com/hostd/hostd/scripting"
+	"github.com/hostd/hostd/scripting/engines"
 	"github.com/hostd/hostd/tenant"
 )
 
@@ -17,18 +17,22 @@ import (
 // and leaves nothing of its tenant in it, so such a tenant costs its
 // compiled scripts, not VMs. The thread modes keep VMs per tenant.
 type vmPools struct {
-	lua   *lua.Pool
-	mruby *mruby.Pool
+	pools map[string]scripting.Pool // by hook extension
 }
 
 func newVMPools() *vmPools {
 	n := 4 * runtime.GOMAXPROCS(0)
-	return &vmPools{lua: lua.NewPool(n), mruby: mruby.NewPool(n)}
+	p := &vmPools{pools: make(map[string]scripting.Pool)}
+	for _, l := range engines.Builtin() {
+		p.pools[l.Ext] = l.NewPool(n)
+	}
+	return p
 }
 
 func (p *vmPools) close() {
-	p.lua.Close()
-	p.mruby.Close()
+	for _, pool := range p.pools {
+		pool.Close()
+	}
 }
 
 // gateRoots are the directories a vhost's file gate allows, in order: the

@@ -18,7 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hostd/hostd/scripting/session"
+	"github.com/hostd/hostd/host/session"
 	"github.com/hostd/hostd/tenant"
 )
 

@@ -8,10 +8,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
+	"github.com/hostd/hostd/host/session"
 	"github.com/hostd/hostd/scripting"
-	"github.com/hostd/hostd/scripting/session"
 )
 
 // hookRequest is the scripting.Request a hook sees: a view of one HTTP
@@ -60,6 +61,12 @@ func (h *hookRequest) RemoteAddr() string {
 		return h.r.RemoteAddr
 	}
 	return ip
+}
+
+func (h *hookRequest) RemotePort() int {
+	_, port, _ := net.SplitHostPort(h.r.RemoteAddr)
+	n, _ := strconv.Atoi(port)
+	return n
 }
 
 // SetPath rewrites the request path internally; "p?q" replaces the query.

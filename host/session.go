@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/hostd/hostd/host/session"
 	"github.com/hostd/hostd/scripting"
-	"github.com/hostd/hostd/scripting/session"
 	"github.com/hostd/hostd/tenant"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/hostd/hostd/host/hosttest"
-	"github.com/hostd/hostd/scripting/session/sessiontest"
+	"github.com/hostd/hostd/host/session/sessiontest"
 )
 
 // benchSessionHook stores n bytes on a session's first request; later
@@ -25,7 +25,7 @@ end
 r:write("ok")
 `
 
-// BenchmarkSessionMixHTTP is the session mix of scripting/session's
+// BenchmarkSessionMixHTTP is the session mix of host/session's
 // BenchmarkSessionMix through the whole server: HTTPS (keep-alive), a Lua
 // content hook, and the store. It reports mean and p90 latency per
 // request and the CPU per request of the test process (client and

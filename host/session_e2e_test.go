@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/hostd/hostd/host/hosttest"
-	"github.com/hostd/hostd/scripting/session/sessiontest"
+	"github.com/hostd/hostd/host/session/sessiontest"
 )
 
 // buildHostd builds the hostd binary into a test directory.

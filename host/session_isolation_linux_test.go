@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/hostd/hostd/host/hosttest"
-	"github.com/hostd/hostd/scripting/session/sessiontest"
+	"github.com/hostd/hostd/host/session/sessiontest"
 )
 
 const (

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/hostd/hostd/host/hosttest"
-	"github.com/hostd/hostd/scripting/session/sessiontest"
+	"github.com/hostd/hostd/host/session/sessiontest"
 )
 
 // sessionHook logs in on /login?user=NAME (regenerating the id), logs out

@@ -4,8 +4,8 @@ import (
 	"maps"
 	"sync"
 
+	"github.com/hostd/hostd/host/session"
 	"github.com/hostd/hostd/scripting"
-	"github.com/hostd/hostd/scripting/session"
 )
 
 // tenantState is what a vhost keeps across reloads for as long as a vhost

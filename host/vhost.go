@@ -15,12 +15,11 @@ import (
 	"github.com/hostd/hostd/host/cgi"
 	"github.com/hostd/hostd/host/logtext"
 	"github.com/hostd/hostd/host/phpfpm"
+	"github.com/hostd/hostd/host/session"
 	"github.com/hostd/hostd/sandbox"
 	"github.com/hostd/hostd/scripting"
-	"github.com/hostd/hostd/scripting/lua"
-	"github.com/hostd/hostd/scripting/mruby"
+	"github.com/hostd/hostd/scripting/engines"
 	"github.com/hostd/hostd/scripting/outbound"
-	"github.com/hostd/hostd/scripting/session"
 	"github.com/hostd/hostd/tenant"
 )
 
@@ -207,21 +206,16 @@ func (v *vhost) engine(ext string) (scripting.Engine, error) {
 	}
 	// The thread modes keep VMs per tenant, touched by its threads only.
 	shared := v.vms != nil && (v.checking || !sandbox.Mode(v.cfg.Mode).Switches())
-	var e scripting.Engine
-	switch {
-	case ext == ".lua" && shared:
-		e = v.vms.lua.Engine(cfg)
-	case ext == ".lua":
-		e = lua.New(cfg)
-	case ext == ".rb" && shared:
-		e = v.vms.mruby.Engine(cfg)
-	case ext == ".rb":
-		e = mruby.New(cfg)
-	default:
+	lang, ok := engines.Builtin().Lookup(ext)
+	if !ok {
 		return nil, fmt.Errorf("no engine for %s hooks", ext)
 	}
-	v.engines[ext] = e
-	return e, nil
+	e := lang.New
+	if shared {
+		e = v.vms.pools[ext].Engine
+	}
+	v.engines[ext] = e(cfg)
+	return v.engines[ext], nil
 }
 
 func (v *vhost) close() {

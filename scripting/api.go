@@ -62,6 +62,8 @@ type Request interface {
 	Scheme() string
 	// RemoteAddr is the client's IP address, without port.
 	RemoteAddr() string
+	// RemotePort is the client's TCP port (0: unknown).
+	RemotePort() int
 	// HeadersIn are the request headers; engines must not modify them.
 	HeadersIn() http.Header
 	// HeadersOut are the response headers, writable until the first Write.

@@ -75,9 +75,13 @@ func DecodeBase64(s string) ([]byte, bool) {
 	return nil, false
 }
 
-// HTTPTime formats Unix time t (seconds) as an HTTP date (RFC 9110 IMF-fixdate).
-func HTTPTime(t float64) string {
-	return time.Unix(int64(t), 0).UTC().Format(http.TimeFormat)
+// HTTPTime formats Unix time t (seconds) as an HTTP date (RFC 9110
+// IMF-fixdate), for a t within years 1 to 9999.
+func HTTPTime(t float64) (string, error) {
+	if !(t >= -62135596800 && t <= 253402300799) {
+		return "", argError(1, "time out of range")
+	}
+	return time.Unix(int64(t), 0).UTC().Format(http.TimeFormat), nil
 }
 
 // ParseHTTPTime parses an HTTP date in any of the three formats of RFC

@@ -7,7 +7,7 @@ import (
 
 // Session is a request's session (r.session in hooks): a small map of
 // JSON-able values kept in a store across requests and nodes, found again
-// through a cookie. host implements it (with scripting/session); an
+// through a cookie. host implements it (with host/session); an
 // engine calls it only from the goroutine that runs the hook. Every
 // method may do network I/O bounded by ctx and the store's timeout; a
 // store that cannot be reached makes it fail with an error wrapping

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hostd/hostd/sandbox"
+	"github.com/hostd/hostd/scripting/engines"
 	"github.com/hostd/hostd/scripting/outbound"
 )
 
@@ -519,10 +520,9 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 			continue
 		}
 		h.File = rel(dir, h.File)
-		switch filepath.Ext(h.File) {
-		case ".lua", ".rb":
-		default:
-			l.add(file, nonzero(loc.line("hooks", i, "file"), h.line), "hook %s: want a .lua or .rb file", h.File)
+		langs := engines.Builtin()
+		if _, ok := langs.Lookup(filepath.Ext(h.File)); !ok {
+			l.add(file, nonzero(loc.line("hooks", i, "file"), h.line), "hook %s: want %s", h.File, langs.Want())
 			continue
 		}
 		if fi, err := os.Stat(h.File); err != nil {

@@ -47,6 +47,7 @@ func (r *request) Query() string           { return r.query }
 func (r *request) Host() string            { return r.host }
 func (r *request) Scheme() string          { return "https" }
 func (r *request) RemoteAddr() string      { return "127.0.0.1" }
+func (r *request) RemotePort() int         { return 0 }
 func (r *request) HeadersIn() http.Header  { return r.in }
 func (r *request) HeadersOut() http.Header { return r.out }
 

@@ -14,8 +14,7 @@ import (
 
 	"github.com/hostd/hostd/sandbox"
 	"github.com/hostd/hostd/scripting"
-	"github.com/hostd/hostd/scripting/lua"
-	"github.com/hostd/hostd/scripting/mruby"
+	"github.com/hostd/hostd/scripting/engines"
 	"github.com/hostd/hostd/scripting/outbound"
 	"github.com/hostd/hostd/tenant"
 )
@@ -155,16 +154,14 @@ func compact(ss []string) []string {
 
 // newEngine returns the engine for file's extension.
 func newEngine(file string, cfg scripting.Config) (scripting.Engine, error) {
-	switch filepath.Ext(file) {
-	case ".lua":
-		return lua.New(cfg), nil
-	case ".rb":
-		if !mruby.Available {
-			return nil, fmt.Errorf("%s: %w (this hostd was built without mruby)", file, scripting.ErrNotSupported)
-		}
-		return mruby.New(cfg), nil
+	lang, err := engines.Builtin().For(file)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("%s: not a hook (want a .lua or .rb file)", file)
+	if lang.Err != nil {
+		return nil, fmt.Errorf("%s: %w", file, lang.Err)
+	}
+	return lang.New(cfg), nil
 }
 
 // loadVHost loads and validates one vhost file, as hostd check would in a

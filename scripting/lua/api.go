@@ -5,8 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
-	"sort"
-	"strings"
 	"time"
 
 	glua "github.com/yuin/gopher-lua"
@@ -219,10 +217,11 @@ func hHTTPTime(L *glua.LState) int {
 	} else {
 		t = float64(L.CheckNumber(1))
 	}
-	if t < -62135596800 || t > 253402300799 {
-		L.ArgError(1, "time out of range")
+	s, err := scripting.HTTPTime(t)
+	if err != nil {
+		L.ArgError(1, err.Error())
 	}
-	L.Push(glua.LString(scripting.HTTPTime(t)))
+	L.Push(glua.LString(s))
 	return 1
 }
 
@@ -279,7 +278,7 @@ func (v *vm) buildCookies() *glua.LUserData {
 
 // rSetCookie is r:set_cookie{name=..., value=..., ...}.
 func (v *vm) rSetCookie(L *glua.LState) int {
-	req := v.request(L)
+	v.request(L)
 	x, err := v.fromLua(L.CheckTable(2))
 	if err != nil {
 		L.ArgError(2, err.Error())
@@ -288,11 +287,7 @@ func (v *vm) rSetCookie(L *glua.LState) int {
 	if !ok {
 		L.ArgError(2, "want a table of cookie options (name, value, path ...)")
 	}
-	c, err := scripting.NewCookie(opts)
-	if err != nil {
-		L.ArgError(2, err.Error())
-	}
-	scripting.SetCookie(req.HeadersOut(), c)
+	v.check(L, "r:set_cookie", 1, v.api.SetCookie(opts))
 	return 0
 }
 
@@ -300,11 +295,9 @@ func (v *vm) rSetCookie(L *glua.LState) int {
 // the limit fails the hook with scripting.ErrBodyTooLarge: 413).
 func (v *vm) bodyBytes(L *glua.LState, what string) []byte {
 	v.rc.poke()
-	b, err := v.request(L).Body()
-	if err != nil {
-		v.hostErr = err
-		L.RaiseError("%s: %s", what, err.Error())
-	}
+	v.request(L)
+	b, err := v.api.Body()
+	v.check(L, what, 0, err)
 	return b
 }
 
@@ -312,27 +305,26 @@ func (v *vm) bodyBytes(L *glua.LState, what string) []byte {
 // multipart body (see scripting.ParseForm), or nil and a message for a
 // malformed one.
 func (v *vm) rPostArgs(L *glua.LState) int {
-	req := v.request(L)
-	b := v.bodyBytes(L, "r:post_args")
-	m, err := scripting.ParseForm(req.HeadersIn().Get("Content-Type"), b, scripting.FormLimits{MaxPart: v.e.cfg.Limits.MaxFormPart})
-	if err != nil {
-		if errors.Is(err, scripting.ErrBodyTooLarge) {
-			v.hostErr = err
-			L.RaiseError("r:post_args: %s", err.Error())
-		}
+	v.rc.poke()
+	v.request(L)
+	m, err := v.api.PostArgs()
+	if err != nil && !errors.As(err, new(*scripting.HostError)) {
 		return fail(L, err.Error())
 	}
+	v.check(L, "r:post_args", 1, err)
 	L.Push(v.argsTable(m))
 	return 1
 }
 
 // rJSONBody is r:json_body(): the decoded body, or nil and a message.
 func (v *vm) rJSONBody(L *glua.LState) int {
-	b := v.bodyBytes(L, "r:json_body")
-	x, err := scripting.DecodeJSON(b, v.e.cfg.Limits.MaxInput)
-	if err != nil {
+	v.rc.poke()
+	v.request(L)
+	x, err := v.api.JSONBody()
+	if err != nil && !errors.As(err, new(*scripting.HostError)) {
 		return fail(L, err.Error())
 	}
+	v.check(L, "r:json_body", 1, err)
 	L.Push(v.toLua(x))
 	return 1
 }
@@ -342,29 +334,18 @@ func (v *vm) rJSONBody(L *glua.LState) int {
 // header with several values.
 func (v *vm) headerPairs(in bool) glua.LGFunction {
 	return func(L *glua.LState) int {
-		req := v.request(L)
+		v.request(L)
 		v.rc.poke()
-		h := req.HeadersOut()
-		if in {
-			h = req.HeadersIn()
-		}
-		names := make([]string, 0, len(h))
-		for k, vals := range h {
-			if len(vals) > 0 {
-				names = append(names, k)
-			}
-		}
-		sort.Strings(names)
+		names, values := v.api.Headers(in)
 		i := 0
 		L.Push(L.NewFunction(func(L *glua.LState) int {
 			if i >= len(names) {
 				L.Push(glua.LNil)
 				return 1
 			}
-			k := names[i]
+			vals := values[i]
+			L.Push(glua.LString(names[i]))
 			i++
-			vals := h[k]
-			L.Push(glua.LString(strings.ToLower(k)))
 			if len(vals) == 1 {
 				L.Push(glua.LString(vals[0]))
 			} else {

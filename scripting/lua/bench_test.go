@@ -58,6 +58,7 @@ func (h *httpReq) Query() string           { return h.r.URL.RawQuery }
 func (h *httpReq) Host() string            { return h.r.Host }
 func (h *httpReq) Scheme() string          { return "http" }
 func (h *httpReq) RemoteAddr() string      { ip, _, _ := net.SplitHostPort(h.r.RemoteAddr); return ip }
+func (h *httpReq) RemotePort() int         { return 0 }
 func (h *httpReq) HeadersIn() http.Header  { return h.r.Header }
 func (h *httpReq) HeadersOut() http.Header { return h.w.Header() }
 func (h *httpReq) Body() ([]byte, error)   { return io.ReadAll(h.r.Body) }

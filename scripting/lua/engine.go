@@ -88,6 +88,18 @@ func (p *Pool) Engine(cfg scripting.Config) *Engine {
 // end. The pool's engines must not run afterwards.
 func (p *Pool) Close() { p.vms.Close() }
 
+// Language returns the Lua hook language (.lua files) for scripting.Engines.
+func Language() scripting.Language {
+	return scripting.Language{
+		Ext: ".lua",
+		New: func(cfg scripting.Config) scripting.Engine { return New(cfg) },
+		NewPool: func(maxIdle int) scripting.Pool {
+			p := NewPool(maxIdle)
+			return scripting.PoolOf(p.Engine, p.Close)
+		},
+	}
+}
+
 // Run runs the hook file path in phase for req; see scripting.Engine.
 func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, req scripting.Request) (scripting.Result, error) {
 	if e.closed.Load() || e.pool.Closed() {

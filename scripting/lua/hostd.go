@@ -1,13 +1,7 @@
 package lua
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
-	"log/slog"
-	"math"
 	"time"
 
 	glua "github.com/yuin/gopher-lua"
@@ -51,25 +45,15 @@ func (v *vm) hostdLib() *glua.LTable {
 	return t
 }
 
-var logLevels = map[string]slog.Level{
-	"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError,
-}
-
 func (v *vm) hLog(L *glua.LState) int {
 	v.rc.poke() // may be slow: check the deadline at the next instruction
-	lvl, ok := logLevels[L.CheckString(1)]
-	if !ok {
-		L.ArgError(1, `level must be "debug", "info", "warn" or "error"`)
-	}
+	lvl := L.CheckString(1)
 	msg := L.ToStringMeta(L.CheckAny(2)).String()
-	if len(msg) > v.e.cfg.Limits.MaxInput {
-		msg = msg[:v.e.cfg.Limits.MaxInput]
-	}
 	ctx := v.rc.parent
 	if ctx == nil {
 		L.RaiseError("hostd.log is not available outside a hook run")
 	}
-	v.logger().Log(ctx, lvl, msg, "hook", v.path)
+	v.check(L, "hostd.log", 0, v.api.Log(ctx, lvl, msg))
 	return 0
 }
 
@@ -77,10 +61,16 @@ func (v *vm) hLog(L *glua.LState) int {
 func (v *vm) checkInput(L *glua.LState, n int) string {
 	v.rc.poke() // may be slow: check the deadline at the next instruction
 	s := L.CheckString(n)
-	if len(s) > v.e.cfg.Limits.MaxInput {
-		L.ArgError(n, "string is longer than the input limit")
-	}
+	v.check(L, "", n-1, v.api.CheckInput(s, 1))
 	return s
+}
+
+// pushResult pushes s or raises err (see check), for the functions of
+// hostd that take plain arguments.
+func (v *vm) pushResult(L *glua.LState, name string, s string, err error) int {
+	v.check(L, name, 0, err)
+	L.Push(glua.LString(s))
+	return 1
 }
 
 func (v *vm) hJSONEncode(L *glua.LState) int {
@@ -114,42 +104,32 @@ func (v *vm) hJSONDecode(L *glua.LState) int {
 }
 
 func (v *vm) hSHA256(L *glua.LState) int {
-	sum := sha256.Sum256([]byte(v.checkInput(L, 1)))
-	L.Push(glua.LString(hex.EncodeToString(sum[:])))
-	return 1
+	v.rc.poke()
+	sum, err := v.api.SHA256(L.CheckString(1))
+	return v.pushResult(L, "hostd.sha256", sum, err)
 }
 
 func (v *vm) hHMACSHA256(L *glua.LState) int {
-	key, msg := v.checkInput(L, 1), v.checkInput(L, 2)
-	m := hmac.New(sha256.New, []byte(key))
-	m.Write([]byte(msg))
-	L.Push(glua.LString(hex.EncodeToString(m.Sum(nil))))
-	return 1
+	v.rc.poke()
+	sum, err := v.api.HMACSHA256(L.CheckString(1), L.CheckString(2))
+	return v.pushResult(L, "hostd.hmac_sha256", sum, err)
 }
 
 func (v *vm) hBase64Encode(L *glua.LState) int {
-	L.Push(glua.LString(base64.StdEncoding.EncodeToString([]byte(v.checkInput(L, 1)))))
-	return 1
+	v.rc.poke()
+	s, err := v.api.Base64Encode(L.CheckString(1))
+	return v.pushResult(L, "hostd.base64_encode", s, err)
 }
 
 // hBase64Decode decodes standard or URL-safe base64, padded or not; it
 // returns nil and a message for invalid input.
 func (v *vm) hBase64Decode(L *glua.LState) int {
-	s := v.checkInput(L, 1)
-	var b []byte
-	var err error
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if b, err = enc.DecodeString(s); err == nil {
-			break
-		}
+	v.rc.poke()
+	b, err := v.api.Base64Decode(L.CheckString(1))
+	if errors.Is(err, scripting.ErrInvalidBase64) {
+		return fail(L, err.Error())
 	}
-	if err != nil {
-		L.Push(glua.LNil)
-		L.Push(glua.LString("invalid base64"))
-		return 2
-	}
-	L.Push(glua.LString(b))
-	return 1
+	return v.pushResult(L, "hostd.base64_decode", string(b), err)
 }
 
 func hTime(L *glua.LState) int {
@@ -159,16 +139,21 @@ func hTime(L *glua.LState) int {
 
 // Shared dictionary methods; the first argument is hostd.shared itself.
 
-func ttlArg(L *glua.LState, n int) time.Duration {
-	ttl := float64(L.OptNumber(n, 0))
-	if ttl < 0 || math.IsNaN(ttl) || ttl > 10*365*86400 {
-		L.ArgError(n, "ttl must be 0 (none) or a number of seconds")
+// Shared dictionary methods; the first argument is hostd.shared itself.
+
+// dictMiss pushes the result of a store: true, or false and why not.
+func dictMiss(L *glua.LState, miss string) int {
+	if miss != "" {
+		L.Push(glua.LFalse)
+		L.Push(glua.LString(miss))
+		return 2
 	}
-	return time.Duration(ttl * float64(time.Second))
+	L.Push(glua.LTrue)
+	return 1
 }
 
 func (v *vm) sGet(L *glua.LState) int {
-	switch x := v.e.cfg.Shared.Get(L.CheckString(2)).(type) {
+	switch x := v.api.SharedGet(L.CheckString(2)).(type) {
 	case string:
 		L.Push(glua.LString(x))
 	case float64:
@@ -186,63 +171,24 @@ func (v *vm) sGet(L *glua.LState) int {
 // sSet stores a string, number or boolean (nil deletes). It returns true,
 // or false and a message when the dictionary is full.
 func (v *vm) sSet(L *glua.LState) int {
-	key := L.CheckString(2)
-	var val any
-	switch x := L.Get(3).(type) {
-	case *glua.LNilType:
-	case glua.LString:
-		val = string(x)
-	case glua.LNumber:
-		val = float64(x)
-	case glua.LBool:
-		val = bool(x)
-	default:
-		L.ArgError(3, "value must be a string, number, boolean or nil")
-	}
-	err := v.e.cfg.Shared.Set(key, val, ttlArg(L, 4))
-	if errors.Is(err, scripting.ErrDictFull) {
-		L.Push(glua.LFalse)
-		L.Push(glua.LString(dictFullMsg(err)))
-		return 2
-	}
-	if err != nil {
-		L.RaiseError("hostd.shared:set: %s", err.Error())
-	}
-	L.Push(glua.LTrue)
-	return 1
+	miss, err := v.api.SharedSet(L.CheckString(2), dictArg(L, 3), float64(L.OptNumber(4, 0)))
+	v.check(L, "hostd.shared:set", 1, err)
+	return dictMiss(L, miss)
 }
 
 // sIncr adds delta (default 1) to key; an absent key starts at init
 // (default 0) with ttl. It returns the new value, or nil and a message.
-// dictFullMsg is what a hook sees for a set or incr that failed with
-// scripting.ErrDictFull.
-func dictFullMsg(err error) string {
-	if errors.Is(err, scripting.ErrDictBudget) {
-		return "shared dictionary is over its byte budget"
-	}
-	return "shared dictionary is full"
-}
-
 func (v *vm) sIncr(L *glua.LState) int {
-	key := L.CheckString(2)
-	delta := float64(L.OptNumber(3, 1))
-	init := float64(L.OptNumber(4, 0))
-	n, err := v.e.cfg.Shared.Incr(key, delta, init, ttlArg(L, 5))
-	if err != nil {
-		if errors.Is(err, scripting.ErrDictFull) {
-			L.Push(glua.LNil)
-			L.Push(glua.LString(dictFullMsg(err)))
-			return 2
-		}
-		L.Push(glua.LNil)
-		L.Push(glua.LString(err.Error()))
-		return 2
+	n, miss, err := v.api.SharedIncr(L.CheckString(2), float64(L.OptNumber(3, 1)), float64(L.OptNumber(4, 0)), float64(L.OptNumber(5, 0)))
+	v.check(L, "hostd.shared:incr", 1, err)
+	if miss != "" {
+		return fail(L, string(miss))
 	}
 	L.Push(glua.LNumber(n))
 	return 1
 }
 
 func (v *vm) sDelete(L *glua.LState) int {
-	v.e.cfg.Shared.Delete(L.CheckString(2))
+	v.api.SharedDelete(L.CheckString(2))
 	return 0
 }

@@ -29,37 +29,23 @@ func (v *vm) hHTTPRequest(L *glua.LState) int {
 	if !ok {
 		L.ArgError(1, "want a table with keys url, method, headers, body, timeout")
 	}
-	req, err := scripting.ParseHTTPRequest(m, v.e.cfg.Limits.MaxInput)
-	if err != nil {
-		L.ArgError(1, err.Error())
-	}
 	if v.rc.parent == nil {
 		L.RaiseError("hostd.http.request is not available outside a hook run")
 	}
-	c := v.e.cfg.HTTP
-	if c == nil {
-		L.Push(glua.LNil)
-		L.Push(glua.LString(scripting.ErrNoOutbound.Error()))
-		return 2
-	}
-	// A context of its own (the client's goroutines use it): the run's
-	// parent bounded by the run's deadline.
-	ctx, cancel := scripting.HTTPDeadline(v.rc.parent, v.rc.deadline, req.Timeout)
-	resume := scripting.PauseForIO(v.rc.parent) // the wait uses no CPU: the host may let others run
-	resp, err := c.Do(ctx, req)
-	resume()
-	cancel()
+	resp, err := v.api.HTTPRequest(v.rc.parent, v.rc.deadline, m)
 	if err != nil {
 		if v.rc.Err() != nil {
 			L.RaiseError("%s", v.rc.Err().Error()) // the run's time is up
+		}
+		var ae *scripting.ArgError
+		if errors.As(err, &ae) {
+			L.ArgError(1, ae.Msg)
 		}
 		msg := err.Error()
 		if errors.Is(err, scripting.ErrNoOutbound) {
 			msg = scripting.ErrNoOutbound.Error()
 		}
-		L.Push(glua.LNil)
-		L.Push(glua.LString(msg))
-		return 2
+		return fail(L, msg)
 	}
 	L.Push(v.toLua(resp.Value()))
 	return 1

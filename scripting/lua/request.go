@@ -1,10 +1,8 @@
 package lua
 
 import (
-	"log/slog"
-	"net/http"
+	"errors"
 	"net/url"
-	"strings"
 	"unsafe"
 
 	glua "github.com/yuin/gopher-lua"
@@ -14,13 +12,14 @@ import (
 
 // buildRequest makes the request object r and its header and vars objects.
 // They are userdata with shared, locked metatables, made once per VM and
-// bound to the current request through v.req, so a run allocates no
+// bound to the current request through v.api.Req, so a run allocates no
 // request table.
 func (v *vm) buildRequest() {
 	L := v.L
 	methods := L.NewTable()
 	L.SetFuncs(methods, map[string]glua.LGFunction{
-		"write": v.rWrite, "puts": v.rPuts, "redirect": v.rRedirect,
+		"remote_port": v.rRemotePort,
+		"write":       v.rWrite, "puts": v.rPuts, "redirect": v.rRedirect,
 		"exit": v.rExit, "basic_auth": v.rBasicAuth, "set_path": v.rSetPath,
 	})
 	v.requestAPI(methods) // api.go
@@ -53,19 +52,10 @@ func newObject(L *glua.LState, index, newindex glua.LGFunction) *glua.LUserData 
 // request returns the current request or raises an error when the object
 // is used outside a run (e.g. from a stale coroutine).
 func (v *vm) request(L *glua.LState) scripting.Request {
-	if v.req == nil {
+	if v.api.Req == nil {
 		L.RaiseError("the request object is not valid outside its hook run")
 	}
-	return v.req
-}
-
-func (v *vm) logger() *slog.Logger {
-	if v.req != nil {
-		if l := v.req.Logger(); l != nil {
-			return l
-		}
-	}
-	return v.e.cfg.Logger
+	return v.api.Req
 }
 
 func (v *vm) rIndex(L *glua.LState, methods *glua.LTable) int {
@@ -105,16 +95,10 @@ func (v *vm) rIndex(L *glua.LState, methods *glua.LTable) int {
 	case "status":
 		ret = glua.LNumber(req.Status())
 	case "phase":
-		ret = glua.LString(v.phase.String())
+		ret = glua.LString(v.api.Phase.String())
 	case "body":
 		if v.body == nil {
-			v.rc.poke()
-			b, err := req.Body()
-			if err != nil {
-				v.hostErr = err
-				L.RaiseError("r.body: %s", err.Error())
-			}
-			v.body = glua.LString(b)
+			v.body = glua.LString(v.bodyBytes(L, "r.body"))
 		}
 		ret = v.body
 	default:
@@ -125,14 +109,11 @@ func (v *vm) rIndex(L *glua.LState, methods *glua.LTable) int {
 }
 
 func (v *vm) rNewIndex(L *glua.LState) int {
-	req := v.request(L)
+	v.request(L)
 	switch k := L.CheckString(2); k {
 	case "status":
-		st, ok := statusCode(L.CheckNumber(3))
-		if !ok {
-			L.ArgError(3, "status must be an integer from 100 to 999")
-		}
-		req.SetStatus(st)
+		_, err := v.api.SetStatus(float64(L.CheckNumber(3)))
+		v.check(L, "r.status", 2, err)
 	default:
 		L.RaiseError("r.%s is read-only (writable: r.status, r.headers_out[name], r.vars[name])", k)
 	}
@@ -182,46 +163,41 @@ func (v *vm) writeString(L *glua.LState, s string) {
 	}
 	// Write must not modify or retain p (io.Writer), so the string's
 	// bytes are passed without a copy.
-	if _, err := v.req.Write(unsafe.Slice(unsafe.StringData(s), len(s))); err != nil {
-		v.hostErr = err
-		L.RaiseError("r:write: %s", err.Error())
+	v.check(L, "r:write", 1, v.api.Write(unsafe.Slice(unsafe.StringData(s), len(s))))
+}
+
+func (v *vm) rRemotePort(L *glua.LState) int {
+	v.request(L)
+	if port, ok := v.api.RemotePort(); ok {
+		L.Push(glua.LNumber(port))
+	} else {
+		L.Push(glua.LNil)
 	}
+	return 1
 }
 
 func (v *vm) rWrite(L *glua.LState) int { return v.write(L, false) }
 func (v *vm) rPuts(L *glua.LState) int  { return v.write(L, true) }
 
 func (v *vm) rRedirect(L *glua.LState) int {
-	req := v.request(L)
-	loc := L.CheckString(2)
-	st := L.OptInt(3, http.StatusFound)
-	switch st {
-	case 301, 302, 303, 307, 308:
-	default:
-		L.ArgError(3, "redirect status must be 301, 302, 303, 307 or 308")
-	}
-	if loc == "" || strings.ContainsAny(loc, "\r\n\x00") {
-		L.ArgError(2, "invalid redirect location")
-	}
-	req.HeadersOut().Set("Location", loc)
-	req.SetStatus(st)
+	v.request(L)
+	st, err := v.api.Redirect(L.CheckString(2), float64(L.OptNumber(3, 0)))
+	v.check(L, "r:redirect", 1, err)
 	return v.exit(L, st)
 }
 
 func (v *vm) rExit(L *glua.LState) int {
 	v.request(L)
-	st, ok := statusCode(L.CheckNumber(2))
-	if !ok {
-		L.ArgError(2, "status must be an integer from 100 to 999")
-	}
+	st, err := v.api.Exit(float64(L.CheckNumber(2)))
+	v.check(L, "r:exit", 1, err)
 	return v.exit(L, st)
 }
 
 // rBasicAuth returns the user and password of a Basic Authorization
 // header, or nil.
 func (v *vm) rBasicAuth(L *glua.LState) int {
-	req := v.request(L)
-	user, pass, ok := scripting.BasicAuth(req.HeadersIn().Get("Authorization"))
+	v.request(L)
+	user, pass, ok := v.api.BasicAuth()
 	if !ok {
 		L.Push(glua.LNil)
 		return 1
@@ -232,15 +208,8 @@ func (v *vm) rBasicAuth(L *glua.LState) int {
 }
 
 func (v *vm) rSetPath(L *glua.LState) int {
-	req := v.request(L)
-	p := L.CheckString(2)
-	if v.phase != scripting.PhaseRewrite {
-		L.RaiseError("r:set_path is only available in the rewrite phase")
-	}
-	if err := req.SetPath(p); err != nil {
-		v.hostErr = err
-		L.RaiseError("r:set_path: %s", err.Error())
-	}
+	v.request(L)
+	v.check(L, "r:set_path", 1, v.api.SetPath(L.CheckString(2)))
 	v.args = nil // the query may have changed
 	return 0
 }
@@ -248,9 +217,15 @@ func (v *vm) rSetPath(L *glua.LState) int {
 // headersInIndex returns the request header name (case-insensitive), its
 // values joined by ", " ("; " for Cookie), or nil.
 func (v *vm) headersInIndex(L *glua.LState) int {
-	req := v.request(L)
-	if val, ok := scripting.HeaderIn(req.HeadersIn(), L.CheckString(2)); ok {
-		L.Push(glua.LString(val))
+	v.request(L)
+	s, ok := v.api.HeaderIn(L.CheckString(2))
+	return pushString(L, s, ok)
+}
+
+// pushString pushes s, or nil when ok is false.
+func pushString(L *glua.LState, s string, ok bool) int {
+	if ok {
+		L.Push(glua.LString(s))
 	} else {
 		L.Push(glua.LNil)
 	}
@@ -258,81 +233,78 @@ func (v *vm) headersInIndex(L *glua.LState) int {
 }
 
 func (v *vm) headersOutIndex(L *glua.LState) int {
-	req := v.request(L)
-	vals := req.HeadersOut().Values(L.CheckString(2))
-	if len(vals) == 0 {
-		L.Push(glua.LNil)
-	} else {
-		L.Push(glua.LString(strings.Join(vals, ", ")))
-	}
-	return 1
+	v.request(L)
+	s, ok := v.api.HeaderOut(L.CheckString(2))
+	return pushString(L, s, ok)
 }
 
 // headersOutNewIndex sets a response header: a string (or number) sets it,
 // a list of strings sets several values, nil deletes it.
 func (v *vm) headersOutNewIndex(L *glua.LState) int {
-	req := v.request(L)
+	v.request(L)
 	name := L.CheckString(2)
-	if !scripting.ValidHeaderName(name) {
-		L.ArgError(2, "invalid header name")
-	}
-	h := req.HeadersOut()
+	var err error
 	switch val := L.Get(3).(type) {
 	case *glua.LNilType:
-		h.Del(name)
+		err = v.api.SetHeaderOut(name)
 	case glua.LString, glua.LNumber:
-		s := val.String()
-		if !scripting.ValidHeaderValue(s) {
-			L.ArgError(3, "invalid header value")
-		}
-		h.Set(name, s)
+		err = v.api.SetHeaderOut(name, val.String())
 	case *glua.LTable:
-		h.Del(name)
-		for i := 1; i <= val.Len(); i++ {
-			s, ok := val.RawGetInt(i).(glua.LString)
-			if !ok || !scripting.ValidHeaderValue(string(s)) {
-				L.ArgError(3, "invalid header value in list")
+		vals := make([]string, val.Len())
+		for i := range vals {
+			s, ok := val.RawGetInt(i + 1).(glua.LString)
+			if !ok {
+				L.ArgError(3, "header value list must hold strings")
 			}
-			h.Add(name, string(s))
+			vals[i] = string(s)
 		}
+		err = v.api.SetHeaderOut(name, vals...)
 	default:
 		L.ArgError(3, "header value must be a string, a number, a list of strings or nil")
 	}
+	v.check(L, "r.headers_out", 1, err)
 	return 0
 }
 
 func (v *vm) varsIndex(L *glua.LState) int {
 	v.rc.poke() // may be slow: check the deadline at the next instruction
-	val, ok := v.vars(L)[L.CheckString(2)]
-	if !ok {
-		L.Push(glua.LNil)
-		return 1
-	}
+	v.request(L)
+	val, err := v.api.Var(L.CheckString(2))
+	v.check(L, "r.vars", 1, err)
 	L.Push(v.toLua(val))
 	return 1
 }
 
 func (v *vm) varsNewIndex(L *glua.LState) int {
 	v.rc.poke() // may be slow: check the deadline at the next instruction
-	m := v.vars(L)
+	v.request(L)
 	k := L.CheckString(2)
-	val := L.Get(3)
-	if val == glua.LNil {
-		delete(m, k)
-		return 0
+	var x any
+	if val := L.Get(3); val != glua.LNil {
+		var err error
+		if x, err = v.fromLua(val); err != nil {
+			L.ArgError(3, "r.vars: "+err.Error())
+		}
 	}
-	x, err := v.fromLua(val)
-	if err != nil {
-		L.ArgError(3, "r.vars: "+err.Error())
-	}
-	m[k] = x
+	v.check(L, "r.vars", 1, v.api.SetVar(k, x))
 	return 0
 }
 
-func (v *vm) vars(L *glua.LState) map[string]any {
-	m := v.request(L).Vars()
-	if m == nil {
-		L.RaiseError("r.vars is not available for this request")
+// check raises err, the error of a scripting.Hook operation, in Lua: an
+// argument error names Lua argument base+Arg (base 1 for a method called
+// with ':'); a host error becomes the run's error unless the hook
+// recovers.
+func (v *vm) check(L *glua.LState, name string, base int, err error) {
+	if err == nil {
+		return
 	}
-	return m
+	var ae *scripting.ArgError
+	if errors.As(err, &ae) {
+		L.ArgError(base+ae.Arg, ae.Msg)
+	}
+	var he *scripting.HostError
+	if errors.As(err, &he) {
+		v.hostErr = he.Err
+	}
+	L.RaiseError("%s: %s", name, err.Error())
 }

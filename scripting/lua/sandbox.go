@@ -205,7 +205,7 @@ func (v *vm) print(L *glua.LState) int {
 	if len(msg) > v.e.cfg.Limits.MaxInput {
 		msg = msg[:v.e.cfg.Limits.MaxInput] // as hostd.log
 	}
-	v.logger().Info(msg, "hook", v.path)
+	v.api.Logger().Info(msg, "hook", v.api.File)
 	return 0
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 
 	glua "github.com/yuin/gopher-lua"
-
-	"github.com/hostd/hostd/scripting"
 )
 
 // buildSession makes r.session: a userdata whose methods (called with
@@ -26,44 +24,31 @@ func (v *vm) buildSession() {
 	})
 }
 
-// session returns the request's session and the context for its store
-// calls: the request's own context (the run's deadline is checked by the
-// VM; the store bounds each call with its timeout).
-func (v *vm) session(L *glua.LState, what string) (scripting.Session, context.Context) {
-	req := v.request(L)
+// session checks a call of an r.session method and returns the context for
+// its store calls: the request's own context (the run's deadline is
+// checked by the VM; the store bounds each call with its timeout).
+func (v *vm) session(L *glua.LState, what string) context.Context {
+	v.request(L)
 	if L.Get(1) != v.sessUD {
 		L.RaiseError("%s: call it with ':' (r.session:%s(...))", what, what[len("r.session:"):])
-	}
-	s, err := req.Session()
-	if err != nil {
-		v.hostErr = err
-		L.RaiseError("%s: %s", what, err.Error())
 	}
 	v.rc.poke() // store I/O may be slow: check the deadline next
 	ctx := v.rc.parent
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	return s, ctx
-}
-
-func (v *vm) sessFail(L *glua.LState, what string, err error) {
-	v.hostErr = err
-	L.RaiseError("%s: %s", what, err.Error())
+	return ctx
 }
 
 func (v *vm) sessGet(L *glua.LState) int {
-	s, ctx := v.session(L, "r.session:get")
-	val, err := s.Get(ctx, L.CheckString(2))
-	if err != nil {
-		v.sessFail(L, "r.session:get", err)
-	}
+	val, err := v.api.SessionGet(v.session(L, "r.session:get"), L.CheckString(2))
+	v.check(L, "r.session:get", 1, err)
 	L.Push(v.toLua(val))
 	return 1
 }
 
 func (v *vm) sessSet(L *glua.LState) int {
-	s, ctx := v.session(L, "r.session:set")
+	ctx := v.session(L, "r.session:set")
 	k := L.CheckString(2)
 	var x any
 	if lv := L.Get(3); lv != glua.LNil {
@@ -72,32 +57,22 @@ func (v *vm) sessSet(L *glua.LState) int {
 			L.ArgError(3, "r.session:set: "+err.Error())
 		}
 	}
-	if err := s.Set(ctx, k, x); err != nil {
-		v.sessFail(L, "r.session:set", err)
-	}
+	v.check(L, "r.session:set", 1, v.api.SessionSet(ctx, k, x))
 	return 0
 }
 
 func (v *vm) sessDelete(L *glua.LState) int {
-	s, ctx := v.session(L, "r.session:delete")
-	if err := s.Delete(ctx, L.CheckString(2)); err != nil {
-		v.sessFail(L, "r.session:delete", err)
-	}
+	ctx := v.session(L, "r.session:delete")
+	v.check(L, "r.session:delete", 1, v.api.SessionDelete(ctx, L.CheckString(2)))
 	return 0
 }
 
 func (v *vm) sessDestroy(L *glua.LState) int {
-	s, ctx := v.session(L, "r.session:destroy")
-	if err := s.Destroy(ctx); err != nil {
-		v.sessFail(L, "r.session:destroy", err)
-	}
+	v.check(L, "r.session:destroy", 1, v.api.SessionDestroy(v.session(L, "r.session:destroy")))
 	return 0
 }
 
 func (v *vm) sessRegenerate(L *glua.LState) int {
-	s, ctx := v.session(L, "r.session:regenerate_id")
-	if err := s.RegenerateID(ctx); err != nil {
-		v.sessFail(L, "r.session:regenerate_id", err)
-	}
+	v.check(L, "r.session:regenerate_id", 1, v.api.SessionRegenerateID(v.session(L, "r.session:regenerate_id")))
 	return 0
 }

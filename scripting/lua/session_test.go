@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostd/hostd/host/session"
 	"github.com/hostd/hostd/scripting"
 	"github.com/hostd/hostd/scripting/scriptingtest"
-	"github.com/hostd/hostd/scripting/session"
 )
 
 func TestSessionAPI(t *testing.T) {

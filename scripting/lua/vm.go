@@ -54,10 +54,9 @@ type vm struct {
 	reCache scripting.RegexCache
 
 	// Per-run state, reset by end.
-	ctx        context.Context // &rc during a run, nil between runs
-	req        scripting.Request
-	phase      scripting.Phase
-	path       string
+	ctx context.Context // &rc during a run, nil between runs
+	// api is the hook API of the run (its request, phase and file).
+	api        scripting.Hook
 	env        *glua.LTable
 	exiting    bool
 	exitStatus int
@@ -93,7 +92,8 @@ func (v *vm) close() { v.L.Close() }
 func (v *vm) run(ctx context.Context, phase scripting.Phase, path string, proto *glua.FunctionProto, req scripting.Request) (res scripting.Result, err error, reuse bool) {
 	L := v.L
 	v.rc.reset(ctx, v.e.cfg.Limits.Timeout)
-	v.ctx, v.req, v.phase, v.path = &v.rc, req, phase, path
+	v.ctx = &v.rc
+	v.api = scripting.Hook{Config: &v.e.cfg, Req: req, Phase: phase, File: path}
 	// A bare table: its hash part is only allocated when the hook sets a
 	// global (_G is a proxy in the base, see buildSandbox).
 	env := &glua.LTable{Metatable: v.envMT}
@@ -157,7 +157,8 @@ func (v *vm) end() {
 	}
 	clear(v.files)
 	v.files = v.files[:0]
-	v.ctx, v.req, v.env = nil, nil, nil
+	v.ctx, v.env = nil, nil
+	v.api = scripting.Hook{}
 	v.rc.parent = nil
 	v.exiting, v.exitStatus, v.hostErr = false, 0, nil
 	if v.loaded != nil {

@@ -10,8 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/hostd/hostd/scripting"
@@ -459,10 +457,8 @@ func fnHTTPTime(rs *runState, a args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if t < -62135596800 || t > 253402300799 {
-		return nil, argErr("Hostd.http_time: time out of range")
-	}
-	return scripting.HTTPTime(t), nil
+	s, err := scripting.HTTPTime(t)
+	return s, rs.named("Hostd.http_time", err)
 }
 
 func fnParseHTTPTime(rs *runState, a args) (any, error) {
@@ -481,7 +477,7 @@ func fnParseHTTPTime(rs *runState, a args) (any, error) {
 
 func fnCookies(rs *runState, a args) (any, error) {
 	h := make(map[string]any)
-	scripting.EachCookie(rs.req.HeadersIn(), func(name, val string) bool {
+	scripting.EachCookie(rs.api.Req.HeadersIn(), func(name, val string) bool {
 		if _, dup := h[name]; !dup {
 			h[name] = val
 		}
@@ -496,80 +492,53 @@ func fnCookie(rs *runState, a args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if v, ok := scripting.Cookie(rs.req.HeadersIn(), name); ok {
+	if v, ok := scripting.Cookie(rs.api.Req.HeadersIn(), name); ok {
 		return v, nil
 	}
 	return nil, nil
 }
 
 func fnSetCookie(rs *runState, a args) (any, error) {
-	opts, ok := map[string]any(nil), false
-	if len(a) > 0 {
-		opts, ok = a[0].(map[string]any)
-	}
+	opts, ok := a.arg(0).(map[string]any)
 	if !ok {
 		return nil, argErr("r.set_cookie: want name:, value: and options")
 	}
-	c, err := scripting.NewCookie(opts)
-	if err != nil {
-		return nil, argErr("r.%v", err)
+	if err := rs.api.SetCookie(opts); err != nil {
+		return nil, argErr("r.%v", err) // "r.set_cookie: ..."
 	}
-	scripting.SetCookie(rs.req.HeadersOut(), c)
 	return nil, nil
 }
 
 // fnPostArgs: the form fields, or nil for a malformed body; a body or part
 // over its limit fails the hook (413).
 func fnPostArgs(rs *runState, a args) (any, error) {
-	b, err := rs.req.Body()
-	if err != nil {
-		return nil, rs.hostFail("r.post_args", err)
-	}
-	m, err := scripting.ParseForm(rs.req.HeadersIn().Get("Content-Type"), b, scripting.FormLimits{MaxPart: rs.e.cfg.Limits.MaxFormPart})
-	if errors.Is(err, scripting.ErrBodyTooLarge) {
-		return nil, rs.hostFail("r.post_args", err)
-	}
-	if err != nil {
+	m, err := rs.api.PostArgs()
+	if err != nil && !errors.As(err, new(*scripting.HostError)) {
 		return nil, nil
 	}
-	return m, nil
+	return m, rs.named("r.post_args", err)
 }
 
 // fnJSONBody: the decoded body, or nil when it is not JSON.
 func fnJSONBody(rs *runState, a args) (any, error) {
-	b, err := rs.req.Body()
-	if err != nil {
-		return nil, rs.hostFail("r.json_body", err)
-	}
-	v, err := scripting.DecodeJSON(b, rs.e.cfg.Limits.MaxInput)
-	if err != nil {
+	v, err := rs.api.JSONBody()
+	if err != nil && !errors.As(err, new(*scripting.HostError)) {
 		return nil, nil
 	}
-	return v, nil
+	return v, rs.named("r.json_body", err)
 }
 
 // fnHeaders: (in) -> [[name, value or [values]], ...], names in lower case,
 // sorted.
 func fnHeaders(rs *runState, a args) (any, error) {
-	h := rs.req.HeadersOut()
-	if len(a) > 0 && a[0] == true {
-		h = rs.req.HeadersIn()
-	}
-	names := make([]string, 0, len(h))
-	for k, vals := range h {
-		if len(vals) > 0 {
-			names = append(names, k)
-		}
-	}
-	sort.Strings(names)
+	names, values := rs.api.Headers(a.arg(0) == true)
 	l := make([]any, len(names))
 	for i, k := range names {
-		vals := h[k]
-		var v any = vals[0]
-		if len(vals) > 1 {
-			v = vals
+		var v any = values[i][0]
+		if len(values[i]) > 1 {
+			v = values[i]
 		}
-		l[i] = []any{strings.ToLower(k), v}
+		l[i] = []any{k, v}
 	}
 	return l, nil
 }

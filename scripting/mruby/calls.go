@@ -11,18 +11,11 @@ import "C"
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
-	"net/http"
 	"runtime/cgo"
 	"strconv"
-	"strings"
 	"time"
 	"unsafe"
 
@@ -31,11 +24,10 @@ import (
 
 // runState is what the Ruby side of one run reaches through its cgo.Handle.
 type runState struct {
-	e     *Engine
-	ctx   context.Context
-	phase scripting.Phase
-	path  string
-	req   scripting.Request
+	e   *Engine
+	ctx context.Context
+	// api is the hook API of the run (its request, phase and file).
+	api scripting.Hook
 	// hostErr is the last error of a host call (ErrResponseTooLarge ...),
 	// wrapped by the run's error when the hook does not recover.
 	hostErr error
@@ -89,7 +81,7 @@ func hostdGoCall(h C.uintptr_t, op C.int, in *C.char, inLen C.size_t, out **C.ch
 		}
 		var v any
 		if c, ok := findUnsupported(any(args)); ok {
-			err = argErr("%s: unsupported value of class %s (want nil, true, false, Integer, Float, String, Symbol, Array or Hash)", opNames[int(op)], c)
+			err = argErr("%s: unsupported value of class %s (want nil, true, false, Integer, Float, String, Symbol, Array or Hash)", opName(int(op)), c)
 		} else {
 			v, err = rs.call(int(op), args)
 		}
@@ -136,11 +128,41 @@ func (rs *runState) hostFail(what string, err error) error {
 	return &callError{msg: what + ": " + err.Error()}
 }
 
-func (rs *runState) logger() *slog.Logger {
-	if l := rs.req.Logger(); l != nil {
-		return l
+// named maps the error of a scripting.Hook operation for Ruby: an
+// ArgumentError for a bad argument, the run's host error for the host's,
+// a Hostd::Error for the others; each message starts with name (none when
+// name is "").
+func (rs *runState) named(name string, err error) error {
+	if err == nil || isNamed(err) {
+		return err
 	}
-	return rs.e.cfg.Logger
+	if name != "" {
+		name += ": "
+	}
+	var ae *scripting.ArgError
+	if errors.As(err, &ae) {
+		return argErr("%s%s", name, ae.Msg)
+	}
+	var he *scripting.HostError
+	if errors.As(err, &he) {
+		rs.hostErr = he.Err
+	}
+	return &callError{msg: name + err.Error()}
+}
+
+// isNamed reports whether err is already a result for Ruby.
+func isNamed(err error) bool {
+	var ce *callError
+	var ex exitStatus
+	return errors.As(err, &ce) || errors.As(err, &ex) || errors.As(err, new(runTimeout))
+}
+
+// raw wraps an operation whose errors carry their own messages.
+func raw(f func(rs *runState, a args) (any, error)) func(rs *runState, a args) (any, error) {
+	return func(rs *runState, a args) (any, error) {
+		v, err := f(rs, a)
+		return v, rs.named("", err)
+	}
 }
 
 // args is a method's argument list.
@@ -159,10 +181,18 @@ func (a args) str(i int, name string) (string, error) {
 
 func (a args) input(rs *runState, i int, name string) (string, error) {
 	s, err := a.str(i, name)
-	if err == nil && len(s) > rs.e.cfg.Limits.MaxInput {
-		err = argErr("%s: argument %d is longer than the input limit (%d bytes)", name, i+1, rs.e.cfg.Limits.MaxInput)
+	if err == nil {
+		err = rs.named(name, rs.api.CheckInput(s, i+1))
 	}
 	return s, err
+}
+
+// arg returns argument i, nil when absent.
+func (a args) arg(i int) any {
+	if i < len(a) {
+		return a[i]
+	}
+	return nil
 }
 
 // num returns argument i as a number; def when absent or nil.
@@ -179,31 +209,6 @@ func (a args) num(i int, name string, def float64) (float64, error) {
 	return 0, argErr("%s: argument %d must be a number", name, i+1)
 }
 
-func (a args) status(i int, name string, def int) (int, error) {
-	if def == 0 && (i >= len(a) || a[i] == nil) {
-		return 0, argErr("%s: missing status", name)
-	}
-	f, err := a.num(i, name, float64(def))
-	if err != nil {
-		return 0, err
-	}
-	if f != math.Trunc(f) || f < 100 || f > 999 {
-		return 0, argErr("%s: status must be an integer from 100 to 999", name)
-	}
-	return int(f), nil
-}
-
-func (a args) ttl(i int, name string) (time.Duration, error) {
-	f, err := a.num(i, name, 0)
-	if err != nil {
-		return 0, err
-	}
-	if f < 0 || math.IsNaN(f) || f > 10*365*86400 {
-		return 0, argErr("%s: ttl must be nil, 0 (none) or a number of seconds", name)
-	}
-	return time.Duration(f * float64(time.Second)), nil
-}
-
 // number converts a dictionary number for Ruby: integral values become
 // Integers.
 func number(f float64) any {
@@ -213,373 +218,326 @@ func number(f float64) any {
 	return f
 }
 
-// opNames name the host operations in error messages.
-var opNames = map[int]string{
-	C.HOSTD_OP_SET_STATUS: "r.status=", C.HOSTD_OP_WRITE: "r.write",
-	C.HOSTD_OP_REDIRECT: "r.redirect", C.HOSTD_OP_EXIT: "r.exit",
-	C.HOSTD_OP_SET_PATH: "r.set_path", C.HOSTD_OP_HIN_GET: "r.headers_in[]",
-	C.HOSTD_OP_HOUT_GET: "r.headers_out[]", C.HOSTD_OP_HOUT_SET: "r.headers_out[]=",
-	C.HOSTD_OP_VARS_GET: "r.vars[]", C.HOSTD_OP_VARS_SET: "r.vars[]=",
-	C.HOSTD_OP_LOG: "Hostd.log", C.HOSTD_OP_JSON_ENCODE: "Hostd.json_encode",
-	C.HOSTD_OP_JSON_DECODE: "Hostd.json_decode", C.HOSTD_OP_SHA256: "Hostd.sha256",
-	C.HOSTD_OP_HMAC_SHA256: "Hostd.hmac_sha256", C.HOSTD_OP_BASE64_ENCODE: "Hostd.base64_encode",
-	C.HOSTD_OP_BASE64_DECODE: "Hostd.base64_decode", C.HOSTD_OP_SHARED_GET: "Hostd.shared.get",
-	C.HOSTD_OP_SHARED_SET: "Hostd.shared.set", C.HOSTD_OP_SHARED_INCR: "Hostd.shared.incr",
-	C.HOSTD_OP_SHARED_DELETE: "Hostd.shared.delete", C.HOSTD_OP_SESSION_GET: "r.session.get",
-	C.HOSTD_OP_SESSION_SET: "r.session.set", C.HOSTD_OP_SESSION_DELETE: "r.session.delete",
-	C.HOSTD_OP_SESSION_DESTROY: "r.session.destroy", C.HOSTD_OP_SESSION_REGENERATE_ID: "r.session.regenerate_id",
-	// Issue 16 part B.
-	C.HOSTD_OP_HTTP_REQUEST: "Hostd::HTTP.request",
-	C.HOSTD_OP_SHARED_ADD:   "Hostd.shared.add", C.HOSTD_OP_SHARED_REPLACE: "Hostd.shared.replace",
-	C.HOSTD_OP_SHARED_TTL: "Hostd.shared.ttl", C.HOSTD_OP_SHARED_EXPIRE: "Hostd.shared.expire",
-	C.HOSTD_OP_SHARED_GET_KEYS: "Hostd.shared.get_keys", C.HOSTD_OP_SHARED_CAS: "Hostd.shared.cas",
-	C.HOSTD_OP_FILE_READ: "File.read", C.HOSTD_OP_FILE_EXIST: "File.exist?", C.HOSTD_OP_FILE_OPEN: "File.open",
-	C.HOSTD_OP_FILE_FREAD: "File#read", C.HOSTD_OP_FILE_GETS: "File#gets", C.HOSTD_OP_FILE_WRITE: "File#write",
-	C.HOSTD_OP_FILE_CLOSE: "File#close", C.HOSTD_OP_DIR_CHILDREN: "Dir.children",
-	C.HOSTD_OP_REQUIRE_RELATIVE: "require_relative",
+// op is a host operation Ruby reaches through hostdGoCall: its name in
+// messages and the function that converts its arguments and result.
+type op struct {
+	name string
+	fn   func(rs *runState, a args) (any, error)
 }
 
-var logLevels = map[string]slog.Level{
-	"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError,
+// ops are the host operations by their number (HOSTD_OP_* in
+// hostd_mruby.h). The rules of each r.* and Hostd.* operation live in
+// scripting.Hook; these only convert values.
+var ops = [...]op{
+	C.HOSTD_OP_METHOD:       {"r.method", func(rs *runState, a args) (any, error) { return rs.api.Req.Method(), nil }},
+	C.HOSTD_OP_URI:          {"r.uri", func(rs *runState, a args) (any, error) { return rs.api.Req.URI(), nil }},
+	C.HOSTD_OP_PATH:         {"r.path", func(rs *runState, a args) (any, error) { return rs.api.Req.Path(), nil }},
+	C.HOSTD_OP_QUERY_STRING: {"r.query_string", func(rs *runState, a args) (any, error) { return rs.api.Req.Query(), nil }},
+	C.HOSTD_OP_ARGS:         {"r.args", func(rs *runState, a args) (any, error) { return scripting.ParseArgs(rs.api.Req.Query()), nil }},
+	C.HOSTD_OP_HOST:         {"r.host", func(rs *runState, a args) (any, error) { return rs.api.Req.Host(), nil }},
+	C.HOSTD_OP_SCHEME:       {"r.scheme", func(rs *runState, a args) (any, error) { return rs.api.Req.Scheme(), nil }},
+	C.HOSTD_OP_REMOTE_ADDR:  {"r.remote_addr", func(rs *runState, a args) (any, error) { return rs.api.Req.RemoteAddr(), nil }},
+	C.HOSTD_OP_REMOTE_PORT:  {"r.remote_port", opRemotePort},
+	C.HOSTD_OP_PHASE:        {"r.phase", func(rs *runState, a args) (any, error) { return rs.api.Phase.String(), nil }},
+	C.HOSTD_OP_STATUS:       {"r.status", func(rs *runState, a args) (any, error) { return int64(rs.api.Req.Status()), nil }},
+	C.HOSTD_OP_SET_STATUS:   {"r.status=", opSetStatus},
+	C.HOSTD_OP_WRITE:        {"r.write", opWrite},
+	C.HOSTD_OP_REDIRECT:     {"r.redirect", opRedirect},
+	C.HOSTD_OP_EXIT:         {"r.exit", opExit},
+	C.HOSTD_OP_BASIC_AUTH:   {"r.basic_auth", opBasicAuth},
+	C.HOSTD_OP_SET_PATH:     {"r.set_path", opSetPath},
+	C.HOSTD_OP_BODY:         {"r.body", opBody},
+	C.HOSTD_OP_HIN_GET:      {"r.headers_in[]", opHeaderIn},
+	C.HOSTD_OP_HOUT_GET:     {"r.headers_out[]", opHeaderOut},
+	C.HOSTD_OP_HOUT_SET:     {"r.headers_out[]=", opSetHeaderOut},
+	C.HOSTD_OP_VARS_GET:     {"r.vars[]", opVar},
+	C.HOSTD_OP_VARS_SET:     {"r.vars[]=", opSetVar},
+	C.HOSTD_OP_LOG:          {"Hostd.log", opLog},
+	C.HOSTD_OP_JSON_ENCODE:  {"Hostd.json_encode", opJSONEncode},
+	C.HOSTD_OP_JSON_DECODE:  {"Hostd.json_decode", opJSONDecode},
+	C.HOSTD_OP_SHA256: {"Hostd.sha256", func(rs *runState, a args) (any, error) {
+		return strOp(rs, a, "Hostd.sha256", rs.api.SHA256)
+	}},
+	C.HOSTD_OP_HMAC_SHA256: {"Hostd.hmac_sha256", opHMACSHA256},
+	C.HOSTD_OP_BASE64_ENCODE: {"Hostd.base64_encode", func(rs *runState, a args) (any, error) {
+		return strOp(rs, a, "Hostd.base64_encode", rs.api.Base64Encode)
+	}},
+	C.HOSTD_OP_BASE64_DECODE: {"Hostd.base64_decode", opBase64Decode},
+	C.HOSTD_OP_TIME:          {"Hostd.time", func(rs *runState, a args) (any, error) { return float64(time.Now().UnixMicro()) / 1e6, nil }},
+
+	C.HOSTD_OP_SHARED_GET:      {"Hostd.shared.get", opSharedGet},
+	C.HOSTD_OP_SHARED_SET:      {"Hostd.shared.set", opSharedSet},
+	C.HOSTD_OP_SHARED_INCR:     {"Hostd.shared.incr", opSharedIncr},
+	C.HOSTD_OP_SHARED_DELETE:   {"Hostd.shared.delete", opSharedDelete},
+	C.HOSTD_OP_SHARED_ADD:      {"Hostd.shared.add", opSharedAdd},
+	C.HOSTD_OP_SHARED_REPLACE:  {"Hostd.shared.replace", opSharedReplace},
+	C.HOSTD_OP_SHARED_TTL:      {"Hostd.shared.ttl", opSharedTTL},
+	C.HOSTD_OP_SHARED_EXPIRE:   {"Hostd.shared.expire", opSharedExpire},
+	C.HOSTD_OP_SHARED_GET_KEYS: {"Hostd.shared.get_keys", opSharedKeys},
+	C.HOSTD_OP_SHARED_CAS:      {"Hostd.shared.cas", opSharedCAS},
+
+	C.HOSTD_OP_SESSION_GET:           {"r.session.get", opSessionGet},
+	C.HOSTD_OP_SESSION_SET:           {"r.session.set", opSessionSet},
+	C.HOSTD_OP_SESSION_DELETE:        {"r.session.delete", opSessionDelete},
+	C.HOSTD_OP_SESSION_DESTROY:       {"r.session.destroy", opSessionDestroy},
+	C.HOSTD_OP_SESSION_REGENERATE_ID: {"r.session.regenerate_id", opSessionRegenerateID},
+
+	C.HOSTD_OP_FN:           {"Hostd.__fn", raw((*runState).fn)}, // api.go
+	C.HOSTD_OP_HTTP_REQUEST: {"Hostd::HTTP.request", raw((*runState).httpRequest)},
+
+	// files.go
+	C.HOSTD_OP_FILE_READ:        fileEntry(C.HOSTD_OP_FILE_READ, "File.read"),
+	C.HOSTD_OP_FILE_EXIST:       fileEntry(C.HOSTD_OP_FILE_EXIST, "File.exist?"),
+	C.HOSTD_OP_FILE_OPEN:        fileEntry(C.HOSTD_OP_FILE_OPEN, "File.open"),
+	C.HOSTD_OP_FILE_FREAD:       fileEntry(C.HOSTD_OP_FILE_FREAD, "File#read"),
+	C.HOSTD_OP_FILE_GETS:        fileEntry(C.HOSTD_OP_FILE_GETS, "File#gets"),
+	C.HOSTD_OP_FILE_WRITE:       fileEntry(C.HOSTD_OP_FILE_WRITE, "File#write"),
+	C.HOSTD_OP_FILE_CLOSE:       fileEntry(C.HOSTD_OP_FILE_CLOSE, "File#close"),
+	C.HOSTD_OP_DIR_CHILDREN:     fileEntry(C.HOSTD_OP_DIR_CHILDREN, "Dir.children"),
+	C.HOSTD_OP_REQUIRE_RELATIVE: fileEntry(C.HOSTD_OP_REQUIRE_RELATIVE, "require_relative"),
 }
 
-func (rs *runState) call(op int, a args) (any, error) {
+// opName names operation n in messages.
+func opName(n int) string {
+	if n >= 0 && n < len(ops) && ops[n].name != "" {
+		return ops[n].name
+	}
+	return "host operation " + strconv.Itoa(n)
+}
+
+// fileEntry is the table entry of file operation n (files.go).
+func fileEntry(n int, name string) op {
+	return op{name, raw(func(rs *runState, a args) (any, error) { return rs.filesCall(n, name, a) })}
+}
+
+// call runs operation n.
+func (rs *runState) call(n int, a args) (any, error) {
 	if err := rs.ctx.Err(); err != nil {
-		return nil, rs.hostFail("request", err)
+		return nil, rs.named("request", &scripting.HostError{Err: err})
 	}
-	req := rs.req
-	switch op {
-	case C.HOSTD_OP_METHOD:
-		return req.Method(), nil
-	case C.HOSTD_OP_URI:
-		return req.URI(), nil
-	case C.HOSTD_OP_PATH:
-		return req.Path(), nil
-	case C.HOSTD_OP_QUERY_STRING:
-		return req.Query(), nil
-	case C.HOSTD_OP_ARGS:
-		return scripting.ParseArgs(req.Query()), nil
-	case C.HOSTD_OP_HOST:
-		return req.Host(), nil
-	case C.HOSTD_OP_SCHEME:
-		return req.Scheme(), nil
-	case C.HOSTD_OP_REMOTE_ADDR:
-		return req.RemoteAddr(), nil
-	case C.HOSTD_OP_PHASE:
-		return rs.phase.String(), nil
-	case C.HOSTD_OP_STATUS:
-		return int64(req.Status()), nil
-	case C.HOSTD_OP_SET_STATUS:
-		st, err := a.status(0, "r.status=", 0)
-		if err != nil {
-			return nil, err
-		}
-		req.SetStatus(st)
-		return int64(st), nil
-	case C.HOSTD_OP_WRITE:
-		s, err := a.str(0, "r.write")
-		if err != nil {
-			return nil, err
-		}
-		if _, err := req.Write([]byte(s)); err != nil {
-			return nil, rs.hostFail("r.write", err)
-		}
-		return nil, nil
-	case C.HOSTD_OP_REDIRECT:
-		loc, err := a.str(0, "r.redirect")
-		if err != nil {
-			return nil, err
-		}
-		st, err := a.status(1, "r.redirect", http.StatusFound)
-		if err != nil {
-			return nil, err
-		}
-		switch st {
-		case 301, 302, 303, 307, 308:
-		default:
-			return nil, argErr("r.redirect: redirect status must be 301, 302, 303, 307 or 308")
-		}
-		if loc == "" || strings.ContainsAny(loc, "\r\n\x00") {
-			return nil, argErr("r.redirect: invalid location")
-		}
-		req.HeadersOut().Set("Location", loc)
-		req.SetStatus(st)
-		return nil, exitStatus(st)
-	case C.HOSTD_OP_EXIT:
-		st, err := a.status(0, "r.exit", 0)
-		if err != nil {
-			return nil, err
-		}
-		return nil, exitStatus(st)
-	case C.HOSTD_OP_BASIC_AUTH:
-		user, pass, ok := scripting.BasicAuth(req.HeadersIn().Get("Authorization"))
-		if !ok {
-			return nil, nil
-		}
-		return []any{user, pass}, nil
-	case C.HOSTD_OP_SET_PATH:
-		p, err := a.str(0, "r.set_path")
-		if err != nil {
-			return nil, err
-		}
-		if rs.phase != scripting.PhaseRewrite {
-			return nil, &callError{msg: "r.set_path is only available in the rewrite phase"}
-		}
-		if err := req.SetPath(p); err != nil {
-			return nil, rs.hostFail("r.set_path", err)
-		}
-		return nil, nil
-	case C.HOSTD_OP_BODY:
-		b, err := req.Body()
-		if err != nil {
-			return nil, rs.hostFail("r.body", err)
-		}
-		return b, nil
-	case C.HOSTD_OP_HIN_GET:
-		name, err := a.str(0, "r.headers_in[]")
-		if err != nil {
-			return nil, err
-		}
-		if v, ok := scripting.HeaderIn(req.HeadersIn(), name); ok {
-			return v, nil
-		}
-		return nil, nil
-	case C.HOSTD_OP_HOUT_GET:
-		name, err := a.str(0, "r.headers_out[]")
-		if err != nil {
-			return nil, err
-		}
-		vals := req.HeadersOut().Values(name)
-		if len(vals) == 0 {
-			return nil, nil
-		}
-		return strings.Join(vals, ", "), nil
-	case C.HOSTD_OP_HOUT_SET:
-		return nil, setHeader(req.HeadersOut(), a)
-	case C.HOSTD_OP_VARS_GET:
-		k, err := a.str(0, "r.vars[]")
-		if err != nil {
-			return nil, err
-		}
-		return req.Vars()[k], nil
-	case C.HOSTD_OP_VARS_SET:
-		k, err := a.str(0, "r.vars[]=")
-		if err != nil {
-			return nil, err
-		}
-		if len(a) < 2 || a[1] == nil {
-			delete(req.Vars(), k)
-			return nil, nil
-		}
-		if _, err := scripting.EncodeJSON(a[1], rs.e.cfg.Limits.MaxInput); err != nil {
-			return nil, argErr("r.vars[]=: %v", err)
-		}
-		req.Vars()[k] = a[1]
-		return a[1], nil
-	case C.HOSTD_OP_LOG:
-		lvl, err := a.str(0, "Hostd.log")
-		if err != nil {
-			return nil, err
-		}
-		level, ok := logLevels[lvl]
-		if !ok {
-			return nil, argErr(`Hostd.log: level must be "debug", "info", "warn" or "error"`)
-		}
-		var msg string
-		if len(a) > 1 {
-			if s, ok := a[1].(string); ok {
-				msg = s
-			} else {
-				msg = fmt.Sprint(a[1])
-			}
-		}
-		if len(msg) > rs.e.cfg.Limits.MaxInput {
-			msg = msg[:rs.e.cfg.Limits.MaxInput]
-		}
-		rs.logger().Log(rs.ctx, level, msg, "hook", rs.path)
-		return nil, nil
-	case C.HOSTD_OP_JSON_ENCODE:
-		if len(a) < 1 {
-			return nil, argErr("Hostd.json_encode: missing value")
-		}
-		b, err := scripting.EncodeJSON(a[0], rs.e.cfg.Limits.MaxInput)
-		if err != nil {
-			return nil, &callError{msg: "Hostd.json_encode: " + err.Error()}
-		}
-		return b, nil
-	case C.HOSTD_OP_JSON_DECODE:
-		s, err := a.str(0, "Hostd.json_decode")
-		if err != nil {
-			return nil, err
-		}
-		v, err := scripting.DecodeJSON([]byte(s), rs.e.cfg.Limits.MaxInput)
-		if err != nil {
-			return nil, nil // invalid JSON: nil, as in Lua
-		}
-		return v, nil
-	case C.HOSTD_OP_SHA256:
-		s, err := a.input(rs, 0, "Hostd.sha256")
-		if err != nil {
-			return nil, err
-		}
-		sum := sha256.Sum256([]byte(s))
-		return hex.EncodeToString(sum[:]), nil
-	case C.HOSTD_OP_HMAC_SHA256:
-		key, err := a.input(rs, 0, "Hostd.hmac_sha256")
-		if err != nil {
-			return nil, err
-		}
-		msg, err := a.input(rs, 1, "Hostd.hmac_sha256")
-		if err != nil {
-			return nil, err
-		}
-		m := hmac.New(sha256.New, []byte(key))
-		m.Write([]byte(msg))
-		return hex.EncodeToString(m.Sum(nil)), nil
-	case C.HOSTD_OP_BASE64_ENCODE:
-		s, err := a.input(rs, 0, "Hostd.base64_encode")
-		if err != nil {
-			return nil, err
-		}
-		return base64.StdEncoding.EncodeToString([]byte(s)), nil
-	case C.HOSTD_OP_BASE64_DECODE:
-		s, err := a.input(rs, 0, "Hostd.base64_decode")
-		if err != nil {
-			return nil, err
-		}
-		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-			if b, err := enc.DecodeString(s); err == nil {
-				return b, nil
-			}
-		}
-		return nil, nil // invalid base64: nil, as in Lua
-	case C.HOSTD_OP_TIME:
-		return float64(time.Now().UnixMicro()) / 1e6, nil
-	case C.HOSTD_OP_SHARED_GET:
-		k, err := a.str(0, "Hostd.shared.get")
-		if err != nil {
-			return nil, err
-		}
-		switch x := rs.e.cfg.Shared.Get(k).(type) {
-		case float64:
-			return number(x), nil
-		case int64, string, bool:
-			return x, nil
-		}
-		return nil, nil
-	case C.HOSTD_OP_SHARED_SET:
-		k, err := a.str(0, "Hostd.shared.set")
-		if err != nil {
-			return nil, err
-		}
-		var val any
-		if len(a) > 1 {
-			switch x := a[1].(type) {
-			case nil, string, int64, float64, bool:
-				val = x
-			default:
-				return nil, argErr("Hostd.shared.set: value must be a String, number, true, false or nil")
-			}
-		}
-		ttl, err := a.ttl(2, "Hostd.shared.set")
-		if err != nil {
-			return nil, err
-		}
-		err = rs.e.cfg.Shared.Set(k, val, ttl)
-		if errors.Is(err, scripting.ErrDictFull) {
-			return false, nil
-		}
-		if err != nil {
-			return nil, argErr("Hostd.shared.set: %v", err)
-		}
-		return true, nil
-	case C.HOSTD_OP_SHARED_INCR:
-		k, err := a.str(0, "Hostd.shared.incr")
-		if err != nil {
-			return nil, err
-		}
-		delta, err := a.num(1, "Hostd.shared.incr", 1)
-		if err != nil {
-			return nil, err
-		}
-		init, err := a.num(2, "Hostd.shared.incr", 0)
-		if err != nil {
-			return nil, err
-		}
-		ttl, err := a.ttl(3, "Hostd.shared.incr")
-		if err != nil {
-			return nil, err
-		}
-		n, err := rs.e.cfg.Shared.Incr(k, delta, init, ttl)
-		if err != nil {
-			return nil, nil // full or not a number: nil, as in Lua
-		}
-		return number(n), nil
-	case C.HOSTD_OP_SHARED_DELETE:
-		k, err := a.str(0, "Hostd.shared.delete")
-		if err != nil {
-			return nil, err
-		}
-		rs.e.cfg.Shared.Delete(k)
-		return nil, nil
+	if n < 0 || n >= len(ops) || ops[n].fn == nil {
+		return nil, &callError{msg: fmt.Sprintf("unknown host operation %d", n)}
 	}
-	if v, err, ok := rs.sessionCall(op, a); ok {
-		return v, err
-	}
-	if op == C.HOSTD_OP_FN {
-		return rs.fn(a) // api.go
-	}
-	// Issue 16 part B.
-	switch op {
-	case C.HOSTD_OP_HTTP_REQUEST:
-		return rs.httpRequest(a)
-	case C.HOSTD_OP_SHARED_ADD, C.HOSTD_OP_SHARED_REPLACE, C.HOSTD_OP_SHARED_TTL,
-		C.HOSTD_OP_SHARED_EXPIRE, C.HOSTD_OP_SHARED_CAS:
-		return rs.sharedOpsB(op, a)
-	case C.HOSTD_OP_SHARED_GET_KEYS:
-		return rs.sharedKeys(a)
-	case C.HOSTD_OP_FILE_READ, C.HOSTD_OP_FILE_EXIST, C.HOSTD_OP_FILE_OPEN, C.HOSTD_OP_FILE_FREAD,
-		C.HOSTD_OP_FILE_GETS, C.HOSTD_OP_FILE_WRITE, C.HOSTD_OP_FILE_CLOSE, C.HOSTD_OP_DIR_CHILDREN,
-		C.HOSTD_OP_REQUIRE_RELATIVE:
-		return rs.filesCall(op, a) // files.go
-	}
-	return nil, &callError{msg: fmt.Sprintf("unknown host operation %d", op)}
+	o := &ops[n]
+	v, err := o.fn(rs, a)
+	return v, rs.named(o.name, err)
 }
 
-// setHeader implements r.headers_out[name] = value: a String or number
-// sets it, an Array of Strings sets several values, nil deletes it.
-func setHeader(h http.Header, a args) error {
+// strOp runs a Hook operation on one String argument.
+func strOp(rs *runState, a args, name string, f func(string) (string, error)) (any, error) {
+	s, err := a.str(0, name)
+	if err != nil {
+		return nil, err
+	}
+	return f(s)
+}
+
+func opSetStatus(rs *runState, a args) (any, error) {
+	if a.arg(0) == nil {
+		return nil, argErr("r.status=: missing status")
+	}
+	f, err := a.num(0, "r.status=", 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := rs.api.SetStatus(f)
+	return int64(st), err
+}
+
+func opWrite(rs *runState, a args) (any, error) {
+	s, err := a.str(0, "r.write")
+	if err != nil {
+		return nil, err
+	}
+	return nil, rs.api.Write([]byte(s))
+}
+
+func opRedirect(rs *runState, a args) (any, error) {
+	loc, err := a.str(0, "r.redirect")
+	if err != nil {
+		return nil, err
+	}
+	code, err := a.num(1, "r.redirect", 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := rs.api.Redirect(loc, code)
+	if err != nil {
+		return nil, err
+	}
+	return nil, exitStatus(st)
+}
+
+func opExit(rs *runState, a args) (any, error) {
+	if a.arg(0) == nil {
+		return nil, argErr("r.exit: missing status")
+	}
+	f, err := a.num(0, "r.exit", 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := rs.api.Exit(f)
+	if err != nil {
+		return nil, err
+	}
+	return nil, exitStatus(st)
+}
+
+func opRemotePort(rs *runState, a args) (any, error) {
+	if port, ok := rs.api.RemotePort(); ok {
+		return int64(port), nil
+	}
+	return nil, nil
+}
+
+func opBasicAuth(rs *runState, a args) (any, error) {
+	user, pass, ok := rs.api.BasicAuth()
+	if !ok {
+		return nil, nil
+	}
+	return []any{user, pass}, nil
+}
+
+func opSetPath(rs *runState, a args) (any, error) {
+	p, err := a.str(0, "r.set_path")
+	if err != nil {
+		return nil, err
+	}
+	return nil, rs.api.SetPath(p)
+}
+
+func opBody(rs *runState, a args) (any, error) {
+	b, err := rs.api.Body()
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// stringOrNil converts a header lookup.
+func stringOrNil(s string, ok bool) any {
+	if !ok {
+		return nil
+	}
+	return s
+}
+
+func opHeaderIn(rs *runState, a args) (any, error) {
+	name, err := a.str(0, "r.headers_in[]")
+	if err != nil {
+		return nil, err
+	}
+	return stringOrNil(rs.api.HeaderIn(name)), nil
+}
+
+func opHeaderOut(rs *runState, a args) (any, error) {
+	name, err := a.str(0, "r.headers_out[]")
+	if err != nil {
+		return nil, err
+	}
+	return stringOrNil(rs.api.HeaderOut(name)), nil
+}
+
+// opSetHeaderOut is r.headers_out[name] = value: a String or number sets
+// it, an Array of Strings sets several values, nil deletes it.
+func opSetHeaderOut(rs *runState, a args) (any, error) {
 	name, err := a.str(0, "r.headers_out[]=")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if !scripting.ValidHeaderName(name) {
-		return argErr("r.headers_out[]=: invalid header name %q", name)
-	}
-	var val any
-	if len(a) > 1 {
-		val = a[1]
-	}
-	switch x := val.(type) {
+	switch x := a.arg(1).(type) {
 	case nil:
-		h.Del(name)
+		return nil, rs.api.SetHeaderOut(name)
 	case string, int64, float64:
-		s := fmt.Sprint(x)
-		if !scripting.ValidHeaderValue(s) {
-			return argErr("r.headers_out[]=: invalid header value")
-		}
-		h.Set(name, s)
+		return nil, rs.api.SetHeaderOut(name, fmt.Sprint(x))
 	case []any:
-		h.Del(name)
-		for _, e := range x {
+		vals := make([]string, len(x))
+		for i, e := range x {
 			s, ok := e.(string)
-			if !ok || !scripting.ValidHeaderValue(s) {
-				return argErr("r.headers_out[]=: invalid header value in list")
+			if !ok {
+				return nil, argErr("r.headers_out[]=: header value list must hold Strings")
 			}
-			h.Add(name, s)
+			vals[i] = s
 		}
-	default:
-		return argErr("r.headers_out[]=: value must be a String, a number, an Array of Strings or nil")
+		return nil, rs.api.SetHeaderOut(name, vals...)
 	}
-	return nil
+	return nil, argErr("r.headers_out[]=: value must be a String, a number, an Array of Strings or nil")
+}
+
+func opVar(rs *runState, a args) (any, error) {
+	k, err := a.str(0, "r.vars[]")
+	if err != nil {
+		return nil, err
+	}
+	return rs.api.Var(k)
+}
+
+func opSetVar(rs *runState, a args) (any, error) {
+	k, err := a.str(0, "r.vars[]=")
+	if err != nil {
+		return nil, err
+	}
+	return a.arg(1), rs.api.SetVar(k, a.arg(1))
+}
+
+func opLog(rs *runState, a args) (any, error) {
+	lvl, err := a.str(0, "Hostd.log")
+	if err != nil {
+		return nil, err
+	}
+	var msg string
+	switch x := a.arg(1).(type) {
+	case string:
+		msg = x
+	case nil:
+	default:
+		msg = fmt.Sprint(x)
+	}
+	return nil, rs.api.Log(rs.ctx, lvl, msg)
+}
+
+func opJSONEncode(rs *runState, a args) (any, error) {
+	if len(a) < 1 {
+		return nil, argErr("Hostd.json_encode: missing value")
+	}
+	b, err := rs.api.JSONEncode(a[0])
+	if err != nil {
+		return nil, &callError{msg: "Hostd.json_encode: " + err.Error()}
+	}
+	return b, nil
+}
+
+// opJSONDecode decodes; invalid JSON is nil, as in Lua.
+func opJSONDecode(rs *runState, a args) (any, error) {
+	s, err := a.str(0, "Hostd.json_decode")
+	if err != nil {
+		return nil, err
+	}
+	v, _ := rs.api.JSONDecode(s)
+	return v, nil
+}
+
+func opHMACSHA256(rs *runState, a args) (any, error) {
+	key, err := a.str(0, "Hostd.hmac_sha256")
+	if err != nil {
+		return nil, err
+	}
+	msg, err := a.str(1, "Hostd.hmac_sha256")
+	if err != nil {
+		return nil, err
+	}
+	return rs.api.HMACSHA256(key, msg)
+}
+
+// opBase64Decode decodes; invalid base64 is nil, as in Lua.
+func opBase64Decode(rs *runState, a args) (any, error) {
+	s, err := a.str(0, "Hostd.base64_decode")
+	if err != nil {
+		return nil, err
+	}
+	b, err := rs.api.Base64Decode(s)
+	if errors.Is(err, scripting.ErrInvalidBase64) {
+		return nil, nil
+	}
+	return b, err
 }

@@ -20,6 +20,8 @@ var rubySources = map[string]string{
 	"query_string":                `r.write(r.query_string)`,
 	"phase":                       `r.write(r.phase)`,
 	"host_scheme_remote":          `r.write(r.host, " ", r.scheme, " ", r.remote_addr)`,
+	"remote_port":                 `p = r.remote_port; r.write(p.class == Integer ? "number" : p.class.to_s, " ", p + 1)`,
+	"remote_port_unknown":         `r.write(r.remote_port.inspect)`,
 	"headers_in_case_insensitive": `r.write(r.headers_in["x-test"], " ", r.headers_in["X-TEST"], " ", r.headers_in["Accept"], " ", r.headers_in["X-Missing"].inspect)`,
 	"headers_in_read_only":        "r.write(\"x\")\nr.headers_in[\"X-Foo\"] = \"bar\"\n",
 	"headers_out": `r.headers_out["X-Foo"] = "bar"

@@ -152,6 +152,18 @@ func (p *Pool) Engine(cfg scripting.Config) *Engine {
 // end. The pool's engines must not run afterwards.
 func (p *Pool) Close() { p.vms.Close() }
 
+// Language returns the mruby hook language (.rb files) for scripting.Engines.
+func Language() scripting.Language {
+	return scripting.Language{
+		Ext: ".rb",
+		New: func(cfg scripting.Config) scripting.Engine { return New(cfg) },
+		NewPool: func(maxIdle int) scripting.Pool {
+			p := NewPool(maxIdle)
+			return scripting.PoolOf(p.Engine, p.Close)
+		},
+	}
+}
+
 // Run runs the hook file path in phase for req; see scripting.Engine.
 func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, req scripting.Request) (scripting.Result, error) {
 	if e.closed.Load() || e.pool.Closed() {
@@ -176,7 +188,7 @@ func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, re
 		timeout = min(timeout, time.Until(dl))
 	}
 	rs := &v.rs
-	*rs = runState{e: e, ctx: ctx, phase: phase, path: path, req: req, out: rs.out, re: &v.re,
+	*rs = runState{e: e, ctx: ctx, api: scripting.Hook{Config: &e.cfg, Req: req, Phase: phase, File: path}, out: rs.out, re: &v.re,
 		deadline: time.Now().Add(timeout), vm: v, files: rs.files}
 	v.pinned = p // require_relative must not evict the running hook's proc
 	// rs is reset below, before v goes back to the pool.

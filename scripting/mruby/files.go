@@ -102,8 +102,7 @@ func (rs *runState) closeFiles() {
 	rs.files = rs.files[:0]
 }
 
-func (rs *runState) filesCall(op int, a args) (any, error) {
-	what := opNames[op]
+func (rs *runState) filesCall(op int, what string, a args) (any, error) {
 	max := rs.e.cfg.Limits.MaxHookString()
 	switch op {
 	case C.HOSTD_OP_FILE_READ:

@@ -508,6 +508,7 @@ dispatch(mrb_state *mrb, int op)
 	X(host, HOSTD_OP_HOST)                  \
 	X(scheme, HOSTD_OP_SCHEME)              \
 	X(remote_addr, HOSTD_OP_REMOTE_ADDR)    \
+	X(remote_port, HOSTD_OP_REMOTE_PORT)    \
 	X(status, HOSTD_OP_STATUS)              \
 	X(set_status, HOSTD_OP_SET_STATUS)      \
 	X(redirect, HOSTD_OP_REDIRECT)          \
@@ -1145,6 +1146,7 @@ setup_body(mrb_state *mrb, void *ud)
 	mrb_define_method(mrb, c, "host", m_host, MRB_ARGS_NONE());
 	mrb_define_method(mrb, c, "scheme", m_scheme, MRB_ARGS_NONE());
 	mrb_define_method(mrb, c, "remote_addr", m_remote_addr, MRB_ARGS_NONE());
+	mrb_define_method(mrb, c, "remote_port", m_remote_port, MRB_ARGS_NONE());
 	mrb_define_method(mrb, c, "status", m_status, MRB_ARGS_NONE());
 	mrb_define_method(mrb, c, "status=", m_set_status, MRB_ARGS_REQ(1));
 	mrb_define_method(mrb, c, "write", m_write, MRB_ARGS_ANY());

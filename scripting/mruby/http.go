@@ -2,11 +2,7 @@
 
 package mruby
 
-import (
-	"time"
-
-	"github.com/hostd/hostd/scripting"
-)
+import "time"
 
 // runTimeout ends the run as timed out (the run's deadline passed during
 // a host call that waited, such as an outbound request).
@@ -27,24 +23,12 @@ func (rs *runState) httpRequest(a args) (any, error) {
 	if m == nil {
 		return nil, argErr("%s: want keyword arguments url:, method:, headers:, body:, timeout:, max_body:", what)
 	}
-	req, err := scripting.ParseHTTPRequest(m, rs.e.cfg.Limits.MaxInput)
-	if err != nil {
-		return nil, argErr("%s: %v", what, err)
-	}
-	c := rs.e.cfg.HTTP
-	if c == nil {
-		return nil, &callError{msg: what + ": " + scripting.ErrNoOutbound.Error()}
-	}
-	ctx, cancel := scripting.HTTPDeadline(rs.ctx, rs.deadline, req.Timeout)
-	resume := scripting.PauseForIO(rs.ctx) // the wait uses no CPU: the host may let others run
-	resp, err := c.Do(ctx, req)
-	resume()
-	cancel()
+	resp, err := rs.api.HTTPRequest(rs.ctx, rs.deadline, m)
 	if !time.Now().Before(rs.deadline) || rs.ctx.Err() != nil {
 		return nil, runTimeout{}
 	}
 	if err != nil {
-		return nil, &callError{msg: what + ": " + err.Error()}
+		return nil, rs.named(what, err)
 	}
 	return resp.Value(), nil
 }

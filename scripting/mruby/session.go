@@ -2,69 +2,36 @@
 
 package mruby
 
-/*
-#include "hostd_mruby.h"
-*/
-import "C"
+// The r.session methods; their rules are scripting.Hook's.
 
-import (
-	"github.com/hostd/hostd/scripting"
-)
+func opSessionGet(rs *runState, a args) (any, error) {
+	k, err := a.str(0, "r.session.get")
+	if err != nil {
+		return nil, err
+	}
+	return rs.api.SessionGet(rs.ctx, k)
+}
 
-// sessionCall runs the r.session methods; ok is false for other ops.
-func (rs *runState) sessionCall(op int, a args) (v any, err error, ok bool) {
-	switch op {
-	case C.HOSTD_OP_SESSION_GET, C.HOSTD_OP_SESSION_SET, C.HOSTD_OP_SESSION_DELETE,
-		C.HOSTD_OP_SESSION_DESTROY, C.HOSTD_OP_SESSION_REGENERATE_ID:
-	default:
-		return nil, nil, false
-	}
-	what := opNames[op]
-	s, err := rs.req.Session()
+func opSessionSet(rs *runState, a args) (any, error) {
+	k, err := a.str(0, "r.session.set")
 	if err != nil {
-		return nil, rs.hostFail(what, err), true
+		return nil, err
 	}
-	switch op {
-	case C.HOSTD_OP_SESSION_GET:
-		k, err := a.str(0, what)
-		if err != nil {
-			return nil, err, true
-		}
-		if v, err = s.Get(rs.ctx, k); err != nil {
-			return nil, rs.hostFail(what, err), true
-		}
-		return v, nil, true
-	case C.HOSTD_OP_SESSION_SET:
-		k, err := a.str(0, what)
-		if err != nil {
-			return nil, err, true
-		}
-		var x any
-		if len(a) > 1 {
-			x = a[1]
-		}
-		if x != nil {
-			if _, err := scripting.EncodeJSON(x, rs.e.cfg.Limits.MaxInput); err != nil {
-				return nil, argErr("%s: %v", what, err), true
-			}
-		}
-		if err := s.Set(rs.ctx, k, x); err != nil {
-			return nil, rs.hostFail(what, err), true
-		}
-		return x, nil, true
-	case C.HOSTD_OP_SESSION_DELETE:
-		k, err := a.str(0, what)
-		if err != nil {
-			return nil, err, true
-		}
-		err = s.Delete(rs.ctx, k)
-	case C.HOSTD_OP_SESSION_DESTROY:
-		err = s.Destroy(rs.ctx)
-	case C.HOSTD_OP_SESSION_REGENERATE_ID:
-		err = s.RegenerateID(rs.ctx)
-	}
+	return a.arg(1), rs.api.SessionSet(rs.ctx, k, a.arg(1))
+}
+
+func opSessionDelete(rs *runState, a args) (any, error) {
+	k, err := a.str(0, "r.session.delete")
 	if err != nil {
-		return nil, rs.hostFail(what, err), true
+		return nil, err
 	}
-	return nil, nil, true
+	return nil, rs.api.SessionDelete(rs.ctx, k)
+}
+
+func opSessionDestroy(rs *runState, a args) (any, error) {
+	return nil, rs.api.SessionDestroy(rs.ctx)
+}
+
+func opSessionRegenerateID(rs *runState, a args) (any, error) {
+	return nil, rs.api.SessionRegenerateID(rs.ctx)
 }

@@ -2,113 +2,147 @@
 
 package mruby
 
-/*
-#include "hostd_mruby.h"
-*/
-import "C"
+// The Hostd.shared methods; their rules are scripting.Hook's. A store
+// returns true, or false when it did not store (the key exists, is
+// missing or changed, or the dictionary is full).
 
-import (
-	"errors"
-	"math"
-
-	"github.com/hostd/hostd/scripting"
-)
-
-// dictValue returns argument i as a dictionary value (nil when absent).
-func (a args) dictValue(i int, name string) (any, error) {
-	if i >= len(a) {
-		return nil, nil
+func stored(miss string, err error) (any, error) {
+	if err != nil {
+		return nil, err
 	}
-	switch x := a[i].(type) {
-	case nil, string, int64, float64, bool:
-		return x, nil
-	}
-	return nil, argErr("%s: value must be a String, number, true, false or nil", name)
+	return miss == "", nil
 }
 
-// sharedOpsB runs the shared dictionary methods of issue 16 part B: add,
-// replace, ttl, expire, get_keys, cas (set_if). Conditional stores return
-// true or false (false also for a full dictionary, like set).
-func (rs *runState) sharedOpsB(op int, a args) (any, error) {
-	d := rs.e.cfg.Shared
-	what := opNames[op]
+func opSharedGet(rs *runState, a args) (any, error) {
+	k, err := a.str(0, "Hostd.shared.get")
+	if err != nil {
+		return nil, err
+	}
+	switch x := rs.api.SharedGet(k).(type) {
+	case float64:
+		return number(x), nil
+	case int64, string, bool:
+		return x, nil
+	}
+	return nil, nil
+}
+
+func opSharedSet(rs *runState, a args) (any, error) {
+	k, err := a.str(0, "Hostd.shared.set")
+	if err != nil {
+		return nil, err
+	}
+	ttl, err := a.num(2, "Hostd.shared.set", 0)
+	if err != nil {
+		return nil, err
+	}
+	return stored(rs.api.SharedSet(k, a.arg(1), ttl))
+}
+
+// opSharedIncr returns the new value, or nil when the dictionary is full
+// or the key holds no number (as in Lua).
+func opSharedIncr(rs *runState, a args) (any, error) {
+	const what = "Hostd.shared.incr"
 	k, err := a.str(0, what)
 	if err != nil {
 		return nil, err
 	}
-	stored := func(ok bool, err error) (any, error) {
-		if errors.Is(err, scripting.ErrDictFull) {
-			return false, nil
+	var f [3]float64
+	for i, def := range []float64{1, 0, 0} { // delta, init, ttl
+		if f[i], err = a.num(i+1, what, def); err != nil {
+			return nil, err
 		}
-		if err != nil {
-			return nil, argErr("%s: %v", what, err)
-		}
-		return ok, nil
 	}
-	switch op {
-	case C.HOSTD_OP_SHARED_ADD, C.HOSTD_OP_SHARED_REPLACE:
-		v, err := a.dictValue(1, what)
-		if err != nil {
-			return nil, err
-		}
-		if v == nil && op == C.HOSTD_OP_SHARED_ADD {
-			return nil, argErr("%s: value must not be nil", what)
-		}
-		ttl, err := a.ttl(2, what)
-		if err != nil {
-			return nil, err
-		}
-		if op == C.HOSTD_OP_SHARED_ADD {
-			return stored(d.Add(k, v, ttl))
-		}
-		return stored(d.Replace(k, v, ttl))
-	case C.HOSTD_OP_SHARED_TTL:
-		ttl, ok := d.TTL(k)
-		if !ok {
-			return nil, nil
-		}
-		return number(ttl.Seconds()), nil
-	case C.HOSTD_OP_SHARED_EXPIRE:
-		if len(a) < 2 || a[1] == nil {
-			return nil, argErr("%s: missing ttl", what)
-		}
-		ttl, err := a.ttl(1, what)
-		if err != nil {
-			return nil, err
-		}
-		return d.Expire(k, ttl), nil
-	case C.HOSTD_OP_SHARED_CAS:
-		old, err := a.dictValue(1, what)
-		if err != nil {
-			return nil, err
-		}
-		v, err := a.dictValue(2, what)
-		if err != nil {
-			return nil, err
-		}
-		ttl, err := a.ttl(3, what)
-		if err != nil {
-			return nil, err
-		}
-		return stored(d.SetIf(k, old, v, ttl))
+	n, miss, err := rs.api.SharedIncr(k, f[0], f[1], f[2])
+	if err != nil || miss != "" {
+		return nil, err
 	}
-	return nil, &callError{msg: "unknown shared dictionary operation"}
+	return number(n), nil
 }
 
-// sharedKeys is Hostd.shared.get_keys(max = 1024): at most max keys (0:
+func opSharedDelete(rs *runState, a args) (any, error) {
+	k, err := a.str(0, "Hostd.shared.delete")
+	if err != nil {
+		return nil, err
+	}
+	rs.api.SharedDelete(k)
+	return nil, nil
+}
+
+func opSharedAdd(rs *runState, a args) (any, error) {
+	k, err := a.str(0, "Hostd.shared.add")
+	if err != nil {
+		return nil, err
+	}
+	ttl, err := a.num(2, "Hostd.shared.add", 0)
+	if err != nil {
+		return nil, err
+	}
+	return stored(rs.api.SharedAdd(k, a.arg(1), ttl))
+}
+
+func opSharedReplace(rs *runState, a args) (any, error) {
+	k, err := a.str(0, "Hostd.shared.replace")
+	if err != nil {
+		return nil, err
+	}
+	ttl, err := a.num(2, "Hostd.shared.replace", 0)
+	if err != nil {
+		return nil, err
+	}
+	return stored(rs.api.SharedReplace(k, a.arg(1), ttl))
+}
+
+func opSharedCAS(rs *runState, a args) (any, error) {
+	k, err := a.str(0, "Hostd.shared.cas")
+	if err != nil {
+		return nil, err
+	}
+	ttl, err := a.num(3, "Hostd.shared.cas", 0)
+	if err != nil {
+		return nil, err
+	}
+	return stored(rs.api.SharedCAS(k, a.arg(1), a.arg(2), ttl))
+}
+
+func opSharedTTL(rs *runState, a args) (any, error) {
+	k, err := a.str(0, "Hostd.shared.ttl")
+	if err != nil {
+		return nil, err
+	}
+	secs, ok := rs.api.SharedTTL(k)
+	if !ok {
+		return nil, nil
+	}
+	return number(secs), nil
+}
+
+func opSharedExpire(rs *runState, a args) (any, error) {
+	k, err := a.str(0, "Hostd.shared.expire")
+	if err != nil {
+		return nil, err
+	}
+	if a.arg(1) == nil {
+		return nil, argErr("Hostd.shared.expire: missing ttl")
+	}
+	ttl, err := a.num(1, "Hostd.shared.expire", 0)
+	if err != nil {
+		return nil, err
+	}
+	return stored(rs.api.SharedExpire(k, ttl))
+}
+
+// opSharedKeys is Hostd.shared.get_keys(max = 1024): at most max keys (0:
 // all), sorted.
-func (rs *runState) sharedKeys(a args) (any, error) {
+func opSharedKeys(rs *runState, a args) (any, error) {
 	n, err := a.num(0, "Hostd.shared.get_keys", 1024)
 	if err != nil {
 		return nil, err
 	}
-	if n < 0 || n != math.Trunc(n) || n > math.MaxInt32 {
-		return nil, argErr("Hostd.shared.get_keys: max must be 0 (all) or a positive count")
-	}
-	keys := rs.e.cfg.Shared.Keys(int(n))
+	keys, err := rs.api.SharedKeys(n)
 	out := make([]any, len(keys))
 	for i, k := range keys {
 		out[i] = k
 	}
-	return out, nil
+	return out, err
 }

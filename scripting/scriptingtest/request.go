@@ -8,8 +8,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/hostd/hostd/host/session"
 	"github.com/hostd/hostd/scripting"
-	"github.com/hostd/hostd/scripting/session"
 )
 
 // RequestOptions describe a fake request. Zero fields get defaults: method
@@ -21,6 +21,8 @@ type RequestOptions struct {
 	Host       string
 	Scheme     string
 	RemoteAddr string
+	// RemotePort is the client's port (0: unknown).
+	RemotePort int
 	Headers    map[string]string
 	// MultiHeaders are request headers with several values.
 	MultiHeaders map[string][]string
@@ -123,6 +125,7 @@ func (r *Request) Query() string           { return r.query }
 func (r *Request) Host() string            { return r.opt.Host }
 func (r *Request) Scheme() string          { return r.opt.Scheme }
 func (r *Request) RemoteAddr() string      { return r.opt.RemoteAddr }
+func (r *Request) RemotePort() int         { return r.opt.RemotePort }
 func (r *Request) HeadersIn() http.Header  { return r.headersIn }
 func (r *Request) HeadersOut() http.Header { return r.headersOut }
 

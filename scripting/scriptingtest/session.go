@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hostd/hostd/host/session"
 	"github.com/hostd/hostd/scripting"
-	"github.com/hostd/hostd/scripting/session"
 )
 
 // Session returns the request's session: from RequestOptions.Sessions

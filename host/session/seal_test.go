@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hostd/hostd/scripting/session"
+	"github.com/hostd/hostd/host/session"
 )
 
 func keyedManager(t *testing.T, st session.Store, ns string, keys *session.Keyring, broken *int) *session.Manager {

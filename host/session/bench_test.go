@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hostd/hostd/scripting/session"
-	"github.com/hostd/hostd/scripting/session/sessiontest"
+	"github.com/hostd/hostd/host/session"
+	"github.com/hostd/hostd/host/session/sessiontest"
 )
 
 // BenchmarkSessionMix runs the session mix against each store, one

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostd/hostd/host/session"
+	"github.com/hostd/hostd/host/session/sessiontest"
 	"github.com/hostd/hostd/scripting"
-	"github.com/hostd/hostd/scripting/session"
-	"github.com/hostd/hostd/scripting/session/sessiontest"
 )
 
 // stores returns one of each store kind, on private servers.
