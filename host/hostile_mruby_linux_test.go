@@ -38,6 +38,11 @@ when "hash"
   h = {}
   i = 0
   loop { h[i] = [i] * 10; i += 1 }
+when "fiber"
+  # the memory limit reached while fibers and closures are made (patch
+  # 0009: a refused allocation in Fiber#initialize crashed the GC)
+  a = []
+  loop { pad = "x" * 16_384; b = proc { pad }; a << Fiber.new { b }; a << [1, 2].each.tap(&:next) }
 when "eval" then eval("1;" * 200_000)
 when "evalslow"
   # compiles of 240 KB each until the time limit (one alone may finish
@@ -182,6 +187,7 @@ path = "/compile"
 		{"/x?t=double", 5, 5 * time.Second},
 		{"/x?t=array", 5, 5 * time.Second},
 		{"/x?t=hash", 5, 5 * time.Second},
+		{"/x?t=fiber", 5, 5 * time.Second},
 		{"/x?t=eval", 500, 5 * time.Second},
 		{"/x?t=evalslow", 503, 5 * time.Second},
 		{"/compile", 503, 5 * time.Second},

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -27,6 +28,10 @@ import (
 // reported with the input that caused it instead of killing the tests.
 
 const childEnv = "HOSTD_MRUBY_CHILD"
+
+// failFromPrefix starts a source line that makes the child refuse every
+// allocation of that run from the given one on (Engine.failFrom).
+const failFromPrefix = "#hostd-fail-from="
 
 // Limits of the child's engine: a hook's time and memory limits, and how
 // long the parent waits for one answer before it calls the run a hang
@@ -73,6 +78,15 @@ func childMain(in io.Reader, out io.Writer) int {
 		if err := os.WriteFile(path, src, 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
+		}
+		// A source starting with failFromPrefix+N+"\n" runs with every
+		// allocation from its N-th on refused (failing memory).
+		if rest, ok := bytes.CutPrefix(src, []byte(failFromPrefix)); ok {
+			if i := bytes.IndexByte(rest, '\n'); i > 0 {
+				if n, err := strconv.Atoi(string(rest[:i])); err == nil {
+					e.failFrom.Store(int64(n))
+				}
+			}
 		}
 		req := scriptingtest.NewRequest(scriptingtest.RequestOptions{ResponseLimit: 1 << 20})
 		res, err := e.Run(context.Background(), scripting.PhaseContent, path, req)

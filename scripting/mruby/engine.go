@@ -71,6 +71,10 @@ type Engine struct {
 	pool   *scripting.VMPool[*vm]
 	shared bool // pool belongs to a Pool
 	closed atomic.Bool
+	// failFrom, when above 0, makes the failFrom-th allocation of the
+	// next run and every later one fail as at the memory limit (tests of
+	// libmruby's allocation failure paths; see child_test.go).
+	failFrom atomic.Int64
 }
 
 // script is one compiled version of a hook file. VMs key the scripts they
@@ -193,6 +197,9 @@ func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, re
 	v.pinned = p // require_relative must not evict the running hook's proc
 	// rs is reset below, before v goes back to the pool.
 	var res C.hostd_result
+	if n := e.failFrom.Swap(0); n > 0 {
+		C.hostd_vm_fail_from(v.c, C.size_t(n))
+	}
 	C.hostd_vm_run(v.c, p.p, p.lastReturn, p.file, C.int64_t(timeout), C.uintptr_t(v.h), C.uint64_t(rand.Uint64()), &res)
 	v.runs++
 

@@ -3,6 +3,7 @@
 package mruby
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -119,6 +120,10 @@ while i + 3 < seed.size
 end
 r.write(vals.size.to_s)`
 
+// failMark as an input's first byte makes FuzzMrubyCalls refuse
+// allocations (see there).
+const failMark = 0xfa
+
 // FuzzMrubyCalls fuzzes method calls rather than syntax: the input's bytes
 // pick receivers, methods (any of each receiver's) and arguments, and
 // results become receivers and arguments of later calls (see
@@ -129,6 +134,7 @@ func FuzzMrubyCalls(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
 	f.Add([]byte("Proc.allocate.call; UnboundMethod.allocate.bind(1)"))
 	f.Add([]byte{18, 200, 1, 3, 22, 100, 2, 5, 21, 40, 0, 0, 20, 7, 1, 9, 31, 3, 2, 11})
+	f.Add([]byte{failMark, 9, 22, 100, 2, 5, 27, 3, 0, 0, 12, 40, 1, 9})
 	var c *child
 	f.Cleanup(func() {
 		if c != nil {
@@ -149,6 +155,12 @@ func FuzzMrubyCalls(f *testing.F) {
 		}
 		b.WriteString("]\n")
 		src := strings.Replace(callsProgram, "seed = SEED", b.String()+"seed = SEED", 1)
+		// An input starting with failMark runs with its allocations
+		// refused from the one its second byte picks (the memory limit
+		// reached there; the bug class of patch 0009).
+		if len(seed) > 1 && seed[0] == failMark {
+			src = fmt.Sprintf("%s%d\n%s", failFromPrefix, 1+4*int(seed[1]), src)
+		}
 		if c == nil {
 			c = startChild(t)
 		}

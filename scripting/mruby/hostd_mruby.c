@@ -47,6 +47,10 @@ struct hostd_vm {
 	mrb_state *mrb;
 	size_t used, limit, first_alloc;
 	int exceeded;  // the allocator refused memory
+	// Tests: the fail_from-th allocation of the next run, and every one
+	// after it, is refused as if the memory limit were reached there
+	// (0: off; see hostd_vm_fail_from).
+	size_t fail_from, allocs;
 	int stop;      // raise on every instruction (sticky until the run ends)
 	int timed_out;
 	uint32_t tick;
@@ -101,6 +105,10 @@ hostd_allocf(mrb_state *mrb, void *p, size_t size, void *ud)
 			vm->used -= old;
 			free(h);
 		}
+		return NULL;
+	}
+	if (size > old && vm->fail_from && ++vm->allocs >= vm->fail_from) {
+		vm->exceeded = 1;
 		return NULL;
 	}
 	if (size > old && vm->used - old + size > vm->limit) {
@@ -1563,6 +1571,13 @@ hostd_vm_load(hostd_vm *vm, const uint8_t *bin, size_t len, struct RProc **proc)
 }
 
 void
+hostd_vm_fail_from(hostd_vm *vm, size_t n)
+{
+	vm->fail_from = n;
+	vm->allocs = 0;
+}
+
+void
 hostd_vm_budget(hostd_vm *vm, size_t bytes)
 {
 	vm->limit = vm->used + bytes < vm->used ? (size_t)-1 : vm->used + bytes;
@@ -1686,4 +1701,5 @@ hostd_vm_run(hostd_vm *vm, struct RProc *proc, int last_return, const char *file
 	}
 	mrb_protect_error(mrb, reset_body, vm, &failed);
 	mrb_gc_arena_restore(mrb, ai);
+	vm->fail_from = 0;
 }

@@ -45,6 +45,10 @@ int hostd_vm_dump(hostd_vm *vm, struct RProc *proc, uint8_t **out, size_t *len);
 int hostd_vm_load(hostd_vm *vm, const uint8_t *bin, size_t len, struct RProc **proc);
 // hostd_vm_budget lets the VM allocate bytes more than it holds now.
 void hostd_vm_budget(hostd_vm *vm, size_t bytes);
+// hostd_vm_fail_from makes the n-th allocation from now, and every later
+// one, fail as at the memory limit, until the end of the next
+// hostd_vm_run (tests of allocation failure paths; 0: off).
+void hostd_vm_fail_from(hostd_vm *vm, size_t n);
 // file is the name the proc was compiled with (for the error line).
 // seed reseeds the default Random after the run.
 void hostd_vm_run(hostd_vm *vm, struct RProc *proc, int last_return, const char *file, int64_t timeout_ns,
