@@ -217,7 +217,8 @@ type Server struct {
 
 // Limits is a vhost's [limits] table.
 type Limits struct {
-	// MaxWorkers bounds the tenant's worker threads in thread mode (default 64).
+	// MaxWorkers bounds the tenant's worker threads in thread mode (default
+	// 4 per CPU, at least 4).
 	MaxWorkers int `toml:"max_workers"`
 	// WorkerIdle is how long an idle worker thread lives (default 30s).
 	WorkerIdle Duration `toml:"worker_idle"`
@@ -442,7 +443,7 @@ func (c *Config) MinUID() int64 {
 	if c.Server.MinUID != nil {
 		return *c.Server.MinUID
 	}
-	return 1000
+	return DefaultMinUID
 }
 
 // Lookup returns the vhost serving host name, or nil.
