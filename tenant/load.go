@@ -21,9 +21,10 @@ import (
 // in-process (or, for suexec, in CGI children).
 func switching(mode string) bool { return mode != "none" }
 
-type mainFile struct {
+// MainFile is the main file's tables, as Encode writes them.
+type MainFile struct {
 	Server   Server   `toml:"server"`
-	Sessions Sessions `toml:"sessions"`
+	Sessions Sessions `toml:"sessions,omitempty"`
 }
 
 // Load reads the main file at path and every vhost file its glob names,
@@ -195,7 +196,7 @@ func rel(dir, p string) string {
 }
 
 func (l *loader) loadMain(file string) *Config {
-	var m mainFile
+	var m MainFile
 	d := l.decode(file, &m)
 	if d == nil {
 		return nil
