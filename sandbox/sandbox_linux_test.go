@@ -471,11 +471,10 @@ func TestThreadPoolGrowsAndShrinks(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, "4 busy workers", func() bool { s := tn.Stats(); return s.Workers == 4 && s.Busy == 4 })
+	waitFor(t, "4 busy workers and 6 queued Runs", func() bool { s := tn.Stats(); return s.Workers == 4 && s.Busy == 4 && s.Queued == 6 })
 	if n := countTenantThreads(tenantA); n != 4 {
 		t.Fatalf("%d threads carry the tenant uid, want 4", n)
 	}
-	time.Sleep(50 * time.Millisecond)
 	if s := tn.Stats(); s.Workers != 4 || s.Started != 4 {
 		t.Fatalf("pool exceeded MaxWorkers: %+v", s)
 	}
@@ -515,10 +514,12 @@ func TestQueuedRunHonoursContext(t *testing.T) {
 	if err := tn.Run(ctx, func() { ran.Store(true) }); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("queued Run = %v, want deadline exceeded", err)
 	}
+	if s := tn.Stats(); s.Queued != 0 || s.Workers != 1 {
+		t.Fatalf("after the cancelled Run: %+v, want nothing queued and 1 worker", s)
+	}
 	queued := make(chan error)
 	go func() { queued <- tn.Run(context.Background(), func() { ran.Store(true) }) }()
-	waitFor(t, "second Run to queue", func() bool { return true })
-	time.Sleep(30 * time.Millisecond)
+	waitFor(t, "second Run to queue", func() bool { return tn.Stats().Queued == 1 })
 	tn.Close()
 	if err := <-queued; !errors.Is(err, sandbox.ErrClosed) {
 		t.Fatalf("queued Run after Close = %v, want ErrClosed", err)
