@@ -435,17 +435,6 @@ func countTenantThreads(id identity) int {
 	return n
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestThreadPoolGrowsAndShrinks: the pool grows to MaxWorkers under load,
 // queues the rest, reuses workers, and returns to zero threads after
 // IdleTimeout.
@@ -471,7 +460,7 @@ func TestThreadPoolGrowsAndShrinks(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, "4 busy workers and 6 queued Runs", func() bool { s := tn.Stats(); return s.Workers == 4 && s.Busy == 4 && s.Queued == 6 })
+	sandboxtest.WaitFor(t, "4 busy workers and 6 queued Runs", func() bool { s := tn.Stats(); return s.Workers == 4 && s.Busy == 4 && s.Queued == 6 })
 	if n := countTenantThreads(tenantA); n != 4 {
 		t.Fatalf("%d threads carry the tenant uid, want 4", n)
 	}
@@ -485,7 +474,7 @@ func TestThreadPoolGrowsAndShrinks(t *testing.T) {
 	if s := tn.Stats(); s.Runs != 10 || s.Started != 4 || n != 4 {
 		t.Fatalf("after load: %+v, %d distinct threads, want 10 runs on 4 threads", s, n)
 	}
-	waitFor(t, "idle workers to exit", func() bool { return tn.Stats().Workers == 0 && countTenantThreads(tenantA) == 0 })
+	sandboxtest.WaitFor(t, "idle workers to exit", func() bool { return tn.Stats().Workers == 0 && countTenantThreads(tenantA) == 0 })
 	// A new Run starts a new worker.
 	if err := tn.Run(context.Background(), func() {}); err != nil {
 		t.Fatal(err)
@@ -494,7 +483,7 @@ func TestThreadPoolGrowsAndShrinks(t *testing.T) {
 		t.Fatalf("after idle exit: %+v", s)
 	}
 	tn.Close()
-	waitFor(t, "closed pool to exit", func() bool { return tn.Stats().Workers == 0 })
+	sandboxtest.WaitFor(t, "closed pool to exit", func() bool { return tn.Stats().Workers == 0 })
 	waitServerOnly(t)
 }
 
@@ -519,7 +508,7 @@ func TestQueuedRunHonoursContext(t *testing.T) {
 	}
 	queued := make(chan error)
 	go func() { queued <- tn.Run(context.Background(), func() { ran.Store(true) }) }()
-	waitFor(t, "second Run to queue", func() bool { return tn.Stats().Queued == 1 })
+	sandboxtest.WaitFor(t, "second Run to queue", func() bool { return tn.Stats().Queued == 1 })
 	tn.Close()
 	if err := <-queued; !errors.Is(err, sandbox.ErrClosed) {
 		t.Fatalf("queued Run after Close = %v, want ErrClosed", err)
@@ -534,7 +523,7 @@ func TestQueuedRunHonoursContext(t *testing.T) {
 	if err := tn.Run(context.Background(), func() {}); !errors.Is(err, sandbox.ErrClosed) {
 		t.Fatalf("Run after Close = %v", err)
 	}
-	waitFor(t, "worker to exit after Close", func() bool { return tn.Stats().Workers == 0 && countTenantThreads(tenantA) == 0 })
+	sandboxtest.WaitFor(t, "worker to exit after Close", func() bool { return tn.Stats().Workers == 0 && countTenantThreads(tenantA) == 0 })
 }
 
 // TestPanicRecovered: a panic in fn is returned as *PanicError; a thread
@@ -671,7 +660,7 @@ func TestThreadPerRequestThreadsExit(t *testing.T) {
 	if s := tn.Stats(); s.Started != 20 || s.Runs != 20 {
 		t.Fatalf("stats %+v", s)
 	}
-	waitFor(t, "thread-per-request threads to exit", func() bool {
+	sandboxtest.WaitFor(t, "thread-per-request threads to exit", func() bool {
 		for _, tid := range tids {
 			if _, err := os.Stat("/proc/self/task/" + strconv.Itoa(tid)); err == nil {
 				return false
@@ -808,7 +797,7 @@ func TestGoexitInFn(t *testing.T) {
 			if err := tn.Run(context.Background(), func() { tid = unix.Gettid(); runtime.Goexit() }); !errors.Is(err, sandbox.ErrGoexit) {
 				t.Fatalf("Run = %v, want ErrGoexit", err)
 			}
-			waitFor(t, "the thread to exit", func() bool {
+			sandboxtest.WaitFor(t, "the thread to exit", func() bool {
 				_, err := os.Stat("/proc/self/task/" + strconv.Itoa(tid))
 				return err != nil && tn.Stats().Workers == 0 && tn.Stats().Busy == 0
 			})
