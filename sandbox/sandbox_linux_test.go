@@ -36,13 +36,6 @@ var (
 
 var switchingModes = []sandbox.Mode{sandbox.ModeThread, sandbox.ModeThreadPerRequest, sandbox.ModeInline}
 
-func isRoot() bool { return os.Geteuid() == 0 }
-
-func requireRoot(t *testing.T) {
-	t.Helper()
-	sandboxtest.RequireRoot(t)
-}
-
 // openTempDir returns a t.TempDir that every uid can traverse.
 func openTempDir(t *testing.T) string {
 	t.Helper()
@@ -247,7 +240,7 @@ func newTenant(t *testing.T, mode sandbox.Mode, id identity, mod ...func(*sandbo
 // and none of the other tenant's or root's, and its thread has no effective
 // capability and no_new_privs set while fn runs.
 func TestFileIsolation(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	fx := newFixture(t)
 	for _, mode := range switchingModes {
 		t.Run(string(mode), func(t *testing.T) {
@@ -304,7 +297,7 @@ func TestFileIsolation(t *testing.T) {
 // signal nor ptrace the thread running A's fn, because that thread's real
 // and saved uid are the server's.
 func TestSignalAndPtraceRefused(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	exe := helperExecutable(t)
 	credA := &syscall.Credential{Uid: tenantA.uid, Gid: tenantA.gid}
 
@@ -351,7 +344,7 @@ func TestSignalAndPtraceRefused(t *testing.T) {
 // threads carry tenant ids: Go clones new threads from its template thread
 // when the creating thread is locked.
 func TestTenantIDsOnlyOnWorkerThreads(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	for _, mode := range switchingModes {
 		t.Run(string(mode), func(t *testing.T) {
 			before := taskStatuses()
@@ -439,7 +432,7 @@ func countTenantThreads(id identity) int {
 // queues the rest, reuses workers, and returns to zero threads after
 // IdleTimeout.
 func TestThreadPoolGrowsAndShrinks(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	tn := newTenant(t, sandbox.ModeThread, tenantA, func(o *sandbox.Options) {
 		o.MaxWorkers = 4
 		o.IdleTimeout = 150 * time.Millisecond
@@ -490,7 +483,7 @@ func TestThreadPoolGrowsAndShrinks(t *testing.T) {
 // TestQueuedRunHonoursContext: a Run waiting for a worker returns ctx.Err()
 // without running fn; Close fails waiting Runs with ErrClosed.
 func TestQueuedRunHonoursContext(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	tn := newTenant(t, sandbox.ModeThread, tenantA, func(o *sandbox.Options) { o.MaxWorkers = 1 })
 	release := make(chan struct{})
 	started := make(chan struct{})
@@ -530,7 +523,7 @@ func TestQueuedRunHonoursContext(t *testing.T) {
 // worker survives it with its identity verified, the inline thread is back
 // to the server.
 func TestPanicRecovered(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	for _, mode := range switchingModes {
 		t.Run(string(mode), func(t *testing.T) {
 			tn := newTenant(t, mode, tenantA)
@@ -580,7 +573,7 @@ func checkServerThread(t *testing.T) {
 // TestInlineRestores: inline mode switches the caller's own thread and
 // restores it exactly.
 func TestInlineRestores(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	tn := newTenant(t, sandbox.ModeInline, tenantB)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -612,7 +605,7 @@ func TestInlineRestores(t *testing.T) {
 
 // TestInlineGroups: supplementary groups are switched and restored.
 func TestInlineGroups(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	id := sandbox.Identity{UID: 31003, GID: 31003, Groups: []uint32{31010, 31005}}
 	for _, mode := range switchingModes {
 		t.Run(string(mode), func(t *testing.T) {
@@ -639,7 +632,7 @@ func TestInlineGroups(t *testing.T) {
 // TestThreadPerRequestThreadsExit: every thread-per-request thread is
 // destroyed after its Run.
 func TestThreadPerRequestThreadsExit(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	tn := newTenant(t, sandbox.ModeThreadPerRequest, tenantA)
 	var mu sync.Mutex
 	var tids []int
@@ -674,7 +667,7 @@ func TestThreadPerRequestThreadsExit(t *testing.T) {
 // TestStressNoCrossTenant: 2 tenants x 200 concurrent Runs per mode; every
 // fn sees exactly its tenant's effective ids.
 func TestStressNoCrossTenant(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	for _, mode := range switchingModes {
 		t.Run(string(mode), func(t *testing.T) {
 			var wrong, runs atomic.Int64
@@ -719,7 +712,7 @@ func TestStressNoCrossTenant(t *testing.T) {
 // test binary must refuse the user switch without changing anything; the
 // real thing is then checked with a CGO_ENABLED=0 build.
 func TestDropPrivileges(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	fx := newFixture(t)
 	run := func(t *testing.T, exe, helper string) string {
 		t.Helper()
@@ -751,7 +744,7 @@ func TestDropPrivileges(t *testing.T) {
 // TestDropPrivilegesMissingCap: without CAP_SETUID permitted, DropPrivileges
 // names it and changes nothing. Runs on a thread that is then discarded.
 func TestDropPrivilegesMissingCap(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	errc := make(chan error)
 	go func() {
 		runtime.LockOSThread() // never unlocked: this thread loses a capability
@@ -789,7 +782,7 @@ func dropPermitted(c int) error {
 // TestGoexitInFn: fn ending its goroutine releases the caller with
 // ErrGoexit and discards the thread.
 func TestGoexitInFn(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	for _, mode := range []sandbox.Mode{sandbox.ModeThread, sandbox.ModeThreadPerRequest} {
 		t.Run(string(mode), func(t *testing.T) {
 			tn := newTenant(t, mode, tenantA)
