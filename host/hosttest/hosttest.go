@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hostd/hostd/host"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 	"github.com/hostd/hostd/tenant"
 )
 
@@ -124,6 +126,15 @@ func StartDir(t testing.TB, dir string) *Server {
 		}
 	})
 	return s
+}
+
+// WaitActive waits until vhost (a server_name) has n requests in progress,
+// such as slow requests the test started in goroutines.
+func (s *Server) WaitActive(t testing.TB, vhost string, n int64) {
+	t.Helper()
+	sandboxtest.WaitFor(t, fmt.Sprintf("%d requests in progress on %s", n, vhost), func() bool {
+		return s.Status().VHosts[vhost].Active >= n
+	})
 }
 
 // Stop shuts the server down and returns Serve's error. It is idempotent.
