@@ -512,23 +512,11 @@ setsid sleep 600 >/dev/null 2>&1 </dev/null & echo $!
 	}
 	for _, pid := range pids[:2] {
 		// The background job may not have exec'd sleep yet.
-		deadline := time.Now().Add(5 * time.Second)
-		for !sleeping(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("orphan %s is not running after the script exited", pid)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		sandboxtest.WaitFor(t, "orphan "+pid+" to run after the script exited", func() bool { return sleeping(pid) })
 	}
 	s.Finished(cmd, lim)
-	deadline := time.Now().Add(10 * time.Second)
 	for _, pid := range pids {
-		for sleeping(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("orphan %s still runs 10s after the script's end (grace %v)", pid, lim.OrphanGrace)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		sandboxtest.WaitFor(t, fmt.Sprintf("orphan %s to end after the script (grace %v)", pid, lim.OrphanGrace), func() bool { return !sleeping(pid) })
 	}
 }
 
