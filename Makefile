@@ -79,6 +79,13 @@ test: deps test-deps $(BUILD_DEPS) vet
 	CGO_ENABLED=0 $(GO) build -tags nomruby -o /dev/null ./cmd/hostd
 	CGO_ENABLED=0 $(GO) test -tags nomruby -count=1 ./scripting/mruby ./scripting/engines ./tenant
 
+# A quick loop while editing: no race detector, and -short skips the tests
+# that build and run hostd binaries or the external conformance tools
+# (h2spec, testssl.sh). Not a substitute for `make test` (CI runs that).
+test-short: export TMPDIR = $(shell install -d -m 0755 /run/hostd-test 2>/dev/null && echo /run/hostd-test || echo $${TMPDIR:-/tmp})
+test-short: $(BUILD_DEPS)
+	$(GO) test -short -count=1 -timeout 20m ./...
+
 # The web servers `hostd bench --peers` compares hostd with (Debian
 # packages; their services are not enabled by the bench, which starts and
 # stops its own instances). Root, apt.
@@ -118,6 +125,18 @@ fuzz-lua:
 fuzz-mruby: $(BUILD_DEPS)
 	nice -n 19 $(GO) test -run '^$$' -fuzz '^FuzzMrubyHook$$' -fuzztime $(FUZZTIME) -timeout 0 ./scripting/mruby
 	nice -n 19 $(GO) test -run '^$$' -fuzz '^FuzzMrubyCalls$$' -fuzztime $(FUZZTIME) -timeout 0 ./scripting/mruby
+
+# The parsers' fuzz targets, in-process, PARSER_FUZZTIME each: the TOML
+# loader, the CGI response parser, Lua patterns and mruby's value codec.
+# `make test` runs their seed corpora (f.Add and testdata/fuzz).
+PARSER_FUZZTIME ?= 1m
+FUZZ_TARGETS += fuzz-parsers
+.PHONY: fuzz-parsers
+fuzz-parsers: $(BUILD_DEPS)
+	nice -n 19 $(GO) test -run '^$$' -fuzz '^FuzzLoadVHost$$' -fuzztime $(PARSER_FUZZTIME) ./tenant
+	nice -n 19 $(GO) test -run '^$$' -fuzz '^FuzzReadResponse$$' -fuzztime $(PARSER_FUZZTIME) ./host/cgi
+	nice -n 19 $(GO) test -run '^$$' -fuzz '^FuzzLuaPattern$$' -fuzztime $(PARSER_FUZZTIME) ./scripting/lua
+	nice -n 19 $(GO) test -run '^$$' -fuzz '^FuzzValueCodec$$' -fuzztime $(PARSER_FUZZTIME) ./scripting/mruby
 
 # services the demo uses: Redis for sessions (and memcached, for trying
 # store = "memcached"), on loopback, started once. The demo's Redis

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hostd/hostd/bench/load"
+	"github.com/hostd/hostd/sandbox"
+	"github.com/hostd/hostd/tenant"
 )
 
 func TestSelector(t *testing.T) {
@@ -312,5 +314,37 @@ func TestPeers(t *testing.T) {
 	}
 	if svg := string(r.handlersSVG()); !strings.Contains(svg, peerColor["nginx"]) || !strings.Contains(svg, ">nginx</text>") {
 		t.Error("handler chart lacks nginx's bars")
+	}
+}
+
+// TestWriteConfig: the configuration of every mode loads, with each
+// tenant's hooks, CGI interpreter, native response and the overload
+// limits off.
+func TestWriteConfig(t *testing.T) {
+	s := &site{dir: t.TempDir(), tenants: 2, phpCGI: "/usr/bin/php-cgi", mruby: true, root: sandbox.Privileged()}
+	if err := s.writeTenants(); err != nil {
+		t.Fatal(err)
+	}
+	modes := []string{"none"}
+	if s.root {
+		modes = append(modes, "thread") // a switching mode needs the tenants' uids
+	}
+	for _, mode := range modes {
+		main, err := s.writeConfig(mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := tenant.Load(main)
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		if cfg.Server.AcceptRate != -1 || cfg.Server.MaxHandshakes != -1 || len(cfg.VHosts) != 2 {
+			t.Fatalf("%s: accept_rate %d max_handshakes %d, %d vhosts", mode, cfg.Server.AcceptRate, cfg.Server.MaxHandshakes, len(cfg.VHosts))
+		}
+		v := cfg.VHosts[0]
+		if v.Sandbox != mode || !v.AllowHTTP || len(v.Hooks) != 2 || v.CGI.Interpreters[".phpcgi"] != s.phpCGI ||
+			len(v.Respond) != 1 || v.Respond[0].Body != Hello || v.RunAsServer != (mode == "none") {
+			t.Errorf("%s: %+v", mode, v)
+		}
 	}
 }

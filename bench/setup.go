@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/hostd/hostd/tenant"
 )
 
 // FirstUID is the uid of the first bench tenant; tenant i has FirstUID+i.
@@ -109,48 +111,34 @@ func writeFile(p, body string, mode os.FileMode) error {
 // its main file.
 func (s *site) writeConfig(mode string) (string, error) {
 	cdir := filepath.Join(s.dir, "conf", mode)
-	main := fmt.Sprintf(`# hostd bench: sandbox %s
-[server]
-listen_https = "127.0.0.1:0"
-listen_http = "127.0.0.1:0"
-state_dir = %q
-vhosts = "vhosts.d/*.toml"
-default_sandbox = "none"
-access_log = ""
-# Overload protection off: the bench measures what a mode can do, and the
-# new-connection transports would otherwise meet accept_rate (1000 full
-# handshakes/s per CPU) and max_handshakes (4 per CPU) first.
-accept_rate = -1
-max_handshakes = -1
-`, mode, filepath.Join(s.dir, "state"))
-	if err := writeFile(filepath.Join(cdir, "hostd.toml"), main, 0o644); err != nil {
+	// Overload protection off (-1): the bench measures what a mode can do,
+	// and the new-connection transports would otherwise meet accept_rate
+	// (1000 full handshakes/s per CPU) and max_handshakes (4 per CPU) first.
+	main := tenant.MainFile{Server: tenant.Server{ListenHTTPS: "127.0.0.1:0", ListenHTTP: "127.0.0.1:0",
+		StateDir: filepath.Join(s.dir, "state"), VHosts: "vhosts.d/*.toml", DefaultSandbox: "none",
+		AcceptRate: -1, MaxHandshakes: -1}}
+	if err := tenant.WriteFile(filepath.Join(cdir, "hostd.toml"), main); err != nil {
 		return "", err
 	}
 	for i := range s.tenants {
-		var b strings.Builder
-		fmt.Fprintf(&b, "server_name = %q\n", s.tenantName(i))
-		fmt.Fprintf(&b, "root = %q\n", filepath.Join(s.dir, "tenants", s.tenantName(i), "public"))
-		if s.root {
-			fmt.Fprintf(&b, "user = \"%d\"\n", FirstUID+i)
-		}
-		fmt.Fprintf(&b, "sandbox = %q\nallow_http = true\n", mode)
-		if mode == "none" || mode == "suexec" {
+		v := tenant.VHost{ServerName: s.tenantName(i), Root: filepath.Join(s.dir, "tenants", s.tenantName(i), "public"),
+			Sandbox: mode, AllowHTTP: true,
 			// The baseline columns: hooks (and, in none, CGI) run as the server.
-			b.WriteString("run_as_server = true\n")
+			RunAsServer: mode == "none" || mode == "suexec",
+			CGI:         tenant.CGI{Enabled: true, Extensions: []string{".cgi"}},
+			PHP:         tenant.PHP{Enabled: s.phpFPM},
+			Hooks:       []tenant.Hook{{Phase: "content", File: filepath.Join(s.dir, "hooks/hello.lua"), Path: "/lua"}},
+			Respond:     []tenant.Respond{{Path: "/native", Body: Hello, ContentType: "text/plain"}}}
+		if s.root {
+			v.User = strconv.Itoa(FirstUID + i)
 		}
-		b.WriteString("\n[cgi]\nenabled = true\nextensions = [\".cgi\"]\n")
 		if s.phpCGI != "" {
-			fmt.Fprintf(&b, "interpreters = { \".phpcgi\" = %q }\n", s.phpCGI)
+			v.CGI.Interpreters = map[string]string{".phpcgi": s.phpCGI}
 		}
-		if s.phpFPM {
-			b.WriteString("\n[php]\nenabled = true\n")
-		}
-		fmt.Fprintf(&b, "\n[[hooks]]\nphase = \"content\"\nfile = %q\npath = \"/lua\"\n", filepath.Join(s.dir, "hooks/hello.lua"))
 		if s.mruby {
-			fmt.Fprintf(&b, "\n[[hooks]]\nphase = \"content\"\nfile = %q\npath = \"/mruby\"\n", filepath.Join(s.dir, "hooks/hello.rb"))
+			v.Hooks = append(v.Hooks, tenant.Hook{Phase: "content", File: filepath.Join(s.dir, "hooks/hello.rb"), Path: "/mruby"})
 		}
-		fmt.Fprintf(&b, "\n[[respond]]\npath = \"/native\"\nbody = %q\ncontent_type = \"text/plain\"\n", Hello)
-		if err := writeFile(filepath.Join(cdir, "vhosts.d", s.tenantName(i)+".toml"), b.String(), 0o644); err != nil {
+		if err := tenant.WriteFile(filepath.Join(cdir, "vhosts.d", s.tenantName(i)+".toml"), &v); err != nil {
 			return "", err
 		}
 	}

@@ -79,18 +79,13 @@ func startProcess(t *testing.T, name string, env []string, args ...string) {
 
 func waitListening(t *testing.T, addr string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	sandboxtest.WaitFor(t, addr+" to listen", func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
 			c.Close()
-			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never listened", addr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil
+	})
 }
 
 // TestACMEPebble obtains a certificate for a vhost with tls = "acme" from

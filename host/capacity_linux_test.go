@@ -130,7 +130,7 @@ func TestSlowClientsCannotPin(t *testing.T) {
 
 	t.Run("100 unread h2 streams", func(t *testing.T) {
 		c := unreadH2(t, s.HTTPSAddr(), "slow.example", "/big.bin", 100)
-		time.Sleep(500 * time.Millisecond)
+		s.WaitActive(t, "slow.example", 8) // max_concurrent: the rest get 503
 		if n := threads(t); n > base+24+16 {
 			t.Errorf("threads: %d, base %d, budget 24", n, base)
 		}
@@ -165,7 +165,7 @@ func TestSlowClientsCannotPin(t *testing.T) {
 		for range 8 {
 			unreadDownload(t, s)
 		}
-		time.Sleep(300 * time.Millisecond)
+		s.WaitActive(t, "slow.example", 8)
 		d := eventually(t, 6*time.Second, "slow.example for another client", func() int { return freshGet(s, "slow.example", "/small.txt") })
 		t.Logf("served others again after %s", d)
 		if n := threads(t); n > base+24+16 {
@@ -211,7 +211,7 @@ func TestPerClientLimit(t *testing.T) {
 	for range 2 {
 		unreadDownload(t, s)
 	}
-	time.Sleep(300 * time.Millisecond)
+	s.WaitActive(t, "slow.example", 2)
 	if code := freshGet(s, "slow.example", "/small.txt"); code != http.StatusServiceUnavailable {
 		t.Errorf("third request of 127.0.0.1: %d, want 503", code)
 	}

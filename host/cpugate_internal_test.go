@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 // TestCPUGate: a tenant alone may use every CPU; while another tenant
@@ -25,7 +27,7 @@ func TestCPUGate(t *testing.T) {
 	mustAcquire(a) // an idle CPU, nobody waiting: work-conserving
 	granted := make(chan struct{})
 	go func() { mustAcquire(a); close(granted) }() // no CPU left: queues
-	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(a.queue) == 1 })
+	sandboxtest.WaitFor(t, "the gate state", func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(a.queue) == 1 })
 	mustAcquire(b) // b's share, at once, though a waits and both CPUs are taken
 	g.release(a)   // a holds 1 (its share) and b 1: a's waiter stays queued
 	select {
@@ -55,7 +57,7 @@ func TestCPUGate(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- g.acquire(cctx, a) }()
-	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(a.queue) == 1 })
+	sandboxtest.WaitFor(t, "the gate state", func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(a.queue) == 1 })
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled waiter: %v", err)
@@ -67,17 +69,6 @@ func TestCPUGate(t *testing.T) {
 	}
 	if g.waits.Load() != 2 {
 		t.Fatalf("waits = %d", g.waits.Load())
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

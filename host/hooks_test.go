@@ -4,9 +4,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hostd/hostd/host/hosttest"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 func hookSite(hooks string, scripts map[string]string) hosttest.Files {
@@ -88,19 +88,11 @@ r:write(hostd.json_encode({path = r.path, order = r.vars.order .. ",content", q 
 	if !strings.Contains(logs, "time limit") {
 		t.Errorf("error log lacks the timeout:\n%s", logs)
 	}
-	// The log phase ran after each response (in the background).
 	// The log phase ran after each of the 8 responses, in the background.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		r := hosttest.Get(t, c, "https://a.example/api/count")
-		if r.Body == "8" || r.Body == "9" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("log phase counted %q, want 8", r.Body)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	sandboxtest.WaitFor(t, "the log phase to count 8 responses", func() bool {
+		n := hosttest.Get(t, c, "https://a.example/api/count").Body
+		return n == "8" || n == "9"
+	})
 }
 
 func TestHookRequestBodyLimit(t *testing.T) {

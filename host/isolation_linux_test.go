@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/hostd/hostd/host/hosttest"
 	"github.com/hostd/hostd/sandbox/sandboxtest"
@@ -368,13 +367,7 @@ func TestTenantStress(t *testing.T) {
 			}
 			// Worker threads exit after worker_idle; no thread keeps a
 			// tenant's uid.
-			deadline := time.Now().Add(5 * time.Second)
-			for tenantThreads(t, aliceUID)+tenantThreads(t, bobUID) > 0 {
-				if time.Now().After(deadline) {
-					t.Fatalf("threads with tenant uids remain: alice %d, bob %d", tenantThreads(t, aliceUID), tenantThreads(t, bobUID))
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+			sandboxtest.WaitFor(t, "no thread with a tenant uid", func() bool { return tenantThreads(t, aliceUID)+tenantThreads(t, bobUID) == 0 })
 		})
 	}
 }
@@ -420,11 +413,5 @@ func TestInlineSharedConnection(t *testing.T) {
 		}
 	}
 	conn.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for tenantThreads(t, aliceUID)+tenantThreads(t, bobUID) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("threads with tenant uids after close: alice %d, bob %d", tenantThreads(t, aliceUID), tenantThreads(t, bobUID))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	sandboxtest.WaitFor(t, "no thread with a tenant uid after close", func() bool { return tenantThreads(t, aliceUID)+tenantThreads(t, bobUID) == 0 })
 }

@@ -145,7 +145,9 @@ func TestOutboundWaitFreesCPUShare(t *testing.T) {
 	release := make(chan struct{})
 	var once sync.Once
 	free := func() { once.Do(func() { close(release) }) }
+	var waiting atomic.Int64 // hooks whose request reached the slow server
 	slow := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		waiting.Add(1)
 		select {
 		case <-release:
 		case <-time.After(10 * time.Second):
@@ -186,7 +188,7 @@ end`,
 			done <- string(b)
 		}()
 	}
-	time.Sleep(500 * time.Millisecond) // the slow hooks are waiting
+	sandboxtest.WaitFor(t, "the slow hooks to wait for the network", func() bool { return waiting.Load() == int64(n) })
 	start := time.Now()
 	if got := hosttest.Get(t, c, "https://a.example/quick").Body; got != "quick" {
 		t.Errorf("quick request: %q", got)

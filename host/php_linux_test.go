@@ -15,6 +15,7 @@ import (
 
 	"github.com/hostd/hostd/host"
 	"github.com/hostd/hostd/host/hosttest"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 	"github.com/hostd/hostd/tenant"
 )
 
@@ -137,17 +138,6 @@ func groupMembers(t *testing.T, pgid int) []int {
 	return pids
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func TestPHPPoolPerTenant(t *testing.T) {
 	requirePHPFPM(t)
 	s := phpSite(t)
@@ -249,7 +239,7 @@ func TestPHPPoolPerTenant(t *testing.T) {
 		t.Errorf("fatal error: %d %q, want 500", r.StatusCode, r.Body)
 	}
 	logPath := filepath.Join(s.Dir, "logs/bob.error.log")
-	waitFor(t, "the fatal error in bob's error log", func() bool {
+	sandboxtest.WaitFor(t, "the fatal error in bob's error log", func() bool {
 		b, _ := os.ReadFile(logPath)
 		return strings.Contains(string(b), "undefined_function_x")
 	})
@@ -282,14 +272,14 @@ func TestPHPPoolPerTenant(t *testing.T) {
 	if r := get(alice, "alice.example", "/hello.php"); r.StatusCode != 200 || r.Body != "Hello, world!\n" {
 		t.Errorf("after SIGKILL: %d %q", r.StatusCode, r.Body)
 	}
-	waitFor(t, "a restarted master", func() bool {
+	sandboxtest.WaitFor(t, "a restarted master", func() bool {
 		n := phpStatus(t, s, "alice.example")
 		return n.State == "running" && n.PID != st.PID && n.Crashes == 1
 	})
 	if r := get(alice, "alice.example", "/id.php"); r.StatusCode != 200 || !strings.HasPrefix(r.Body, strconv.Itoa(aliceUID)) {
 		t.Errorf("after the restart: %d %q", r.StatusCode, r.Body)
 	}
-	waitFor(t, "the killed master's group to empty", func() bool { return len(groupMembers(t, st.PID)) == 0 })
+	sandboxtest.WaitFor(t, "the killed master's group to empty", func() bool { return len(groupMembers(t, st.PID)) == 0 })
 
 	// A reload that changes alice's [php] replaces her pool: the new
 	// settings apply, the old master and its workers are gone.
@@ -306,7 +296,7 @@ func TestPHPPoolPerTenant(t *testing.T) {
 	if r := get(alice, "alice.example", "/ini.php"); r.Body != "77M" {
 		t.Errorf("memory_limit after the reload: %d %q, want 77M", r.StatusCode, r.Body)
 	}
-	waitFor(t, "alice's old pool to stop", func() bool { return len(groupMembers(t, oldPID)) == 0 })
+	sandboxtest.WaitFor(t, "alice's old pool to stop", func() bool { return len(groupMembers(t, oldPID)) == 0 })
 
 	// Removing bob by reload stops his pool: no process of its group is
 	// left and the socket is gone.
@@ -317,8 +307,8 @@ func TestPHPPoolPerTenant(t *testing.T) {
 	if _, err := s.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "bob's pool to stop", func() bool { return len(groupMembers(t, bobPID)) == 0 })
-	waitFor(t, "bob's socket to go", func() bool {
+	sandboxtest.WaitFor(t, "bob's pool to stop", func() bool { return len(groupMembers(t, bobPID)) == 0 })
+	sandboxtest.WaitFor(t, "bob's socket to go", func() bool {
 		socks, _ := filepath.Glob(filepath.Join(s.Config.StateDir, "php-fpm", "*.sock"))
 		return len(socks) == 1 // alice's new pool's
 	})

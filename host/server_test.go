@@ -372,7 +372,7 @@ func TestGracefulShutdown(t *testing.T) {
 				resp.Body.Close()
 				done <- result{resp.StatusCode, string(b), err}
 			}()
-			time.Sleep(300 * time.Millisecond) // the request is in flight
+			s.WaitActive(t, "alice.example", 1) // the request is in flight
 			start := time.Now()
 			err := s.Stop()
 			r := <-done

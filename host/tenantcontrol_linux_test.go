@@ -13,9 +13,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/hostd/hostd/host/hosttest"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 // chown gives paths under dir to uid (group uid) with mode.
@@ -194,17 +194,10 @@ func TestLogSymlinkAttack(t *testing.T) {
 			t.Errorf("%s was replaced: %v", f, err)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	sandboxtest.WaitFor(t, "the CGI's stderr in the log file already open (alice.error.log.old)", func() bool {
 		b, _ := os.ReadFile(filepath.Join(logs, "alice.error.log.old"))
-		if strings.Contains(string(b), "touch /pwned/t.cgi: * * * * * root touch /pwned2") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the CGI's stderr did not reach the log file already open:\n%s", b)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return strings.Contains(string(b), "touch /pwned/t.cgi: * * * * * root touch /pwned2")
+	})
 }
 
 // procFDSite is carol (31001) and dave (31002, whose document root inside
@@ -363,14 +356,8 @@ func TestCGIContainment(t *testing.T) {
 	if r.StatusCode != 200 || len(pids) != 3 {
 		t.Fatalf("daemon.cgi: %d %q", r.StatusCode, r.Body)
 	}
-	deadline := time.Now().Add(10 * time.Second)
 	for _, pid := range pids {
-		for aliveAs(pid, aliceUID) {
-			if time.Now().After(deadline) {
-				t.Fatalf("process %s the script started still runs 10s after the response (cgi_grace 300ms)", pid)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		sandboxtest.WaitFor(t, "process "+pid+" the script started to end (cgi_grace 300ms)", func() bool { return !aliveAs(pid, aliceUID) })
 	}
 
 	r = hosttest.Get(t, alice, "https://alice.example/limits.cgi")
@@ -402,7 +389,7 @@ func TestCGIContainment(t *testing.T) {
 		}
 		done <- hosttest.Response{Response: resp, Body: body.String()}
 	}()
-	time.Sleep(300 * time.Millisecond) // let it start forking
+	sandboxtest.WaitFor(t, "the fork bomb to fork", func() bool { return processesOf(aliceUID) > 1 })
 	for i := 0; i < 20; i++ {
 		if r := hosttest.Get(t, bob, "https://bob.example/"); r.StatusCode != 200 || r.Body != "bob\n" {
 			t.Fatalf("bob during alice's fork bomb: %d %q", r.StatusCode, r.Body)
@@ -414,13 +401,7 @@ func TestCGIContainment(t *testing.T) {
 	if r := <-done; r.Body != "survived" {
 		t.Errorf("bomb.cgi: %q", r.Body)
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for processesOf(aliceUID) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d processes of the fork bomb outlive its request", processesOf(aliceUID))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	sandboxtest.WaitFor(t, "the fork bomb's processes to end with its request", func() bool { return processesOf(aliceUID) == 0 })
 }
 
 // TestCGICutBodyIsCut: a script killed at cgi_timeout after sending part

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hostd/hostd/sandbox"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 // BenchmarkRun measures one Run of a trivial fn per mode (as root).
@@ -21,8 +22,8 @@ func BenchmarkRun(b *testing.B) {
 	modes := []sandbox.Mode{sandbox.ModeNone, sandbox.ModeThread, sandbox.ModeThreadPerRequest, sandbox.ModeInline}
 	for _, mode := range modes {
 		b.Run(string(mode), func(b *testing.B) {
-			if mode.Switches() && !isRoot() {
-				b.Skip("needs root")
+			if mode.Switches() {
+				sandboxtest.RequireRoot(b)
 			}
 			tn, err := sandbox.NewTenant(sandbox.Options{Mode: mode, Identity: tenantA.sandbox()})
 			if err != nil {
@@ -45,9 +46,7 @@ func BenchmarkRun(b *testing.B) {
 // BenchmarkRunParallel measures thread-mode and inline Runs from many
 // goroutines at once.
 func BenchmarkRunParallel(b *testing.B) {
-	if !isRoot() {
-		b.Skip("needs root")
-	}
+	sandboxtest.RequireRoot(b)
 	for _, mode := range []sandbox.Mode{sandbox.ModeThread, sandbox.ModeInline} {
 		b.Run(string(mode), func(b *testing.B) {
 			tn, err := sandbox.NewTenant(sandbox.Options{Mode: mode, Identity: tenantA.sandbox()})
@@ -75,9 +74,7 @@ func BenchmarkRunParallel(b *testing.B) {
 // tenant's personality (ModeUring), and openat2 inside an inline switch or
 // a thread hand-off (ModeInline, ModeThread).
 func BenchmarkGateOpen(b *testing.B) {
-	if !isRoot() {
-		b.Skip("needs root")
-	}
+	sandboxtest.RequireRoot(b)
 	dir := b.TempDir()
 	if err := os.Chmod(dir, 0o755); err != nil {
 		b.Fatal(err)
@@ -117,7 +114,7 @@ func BenchmarkGateOpen(b *testing.B) {
 	}
 	rings, err := sandbox.NewRings(0)
 	if err != nil {
-		b.Skipf("io_uring unavailable: %v", err)
+		sandboxtest.Skipf(b, "io_uring unavailable: %v", err)
 	}
 	defer rings.Close()
 	mk := func(mode sandbox.Mode) *sandbox.Tenant {
@@ -165,9 +162,7 @@ func BenchmarkGateOpen(b *testing.B) {
 // a tenant, without and with the four CGI resource limits (set through
 // ptrace between execve and the first instruction).
 func BenchmarkSpawn(b *testing.B) {
-	if !isRoot() {
-		b.Skip("needs root")
-	}
+	sandboxtest.RequireRoot(b)
 	s, err := sandbox.NewSpawner(nil)
 	if err != nil {
 		b.Fatal(err)

@@ -220,7 +220,7 @@ func TestGateMagicLinks(t *testing.T) {
 
 // TestGateDevice: a device node inside a root is refused.
 func TestGateDevice(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	base := gateTree(t)
 	if err := unix.Mknod(filepath.Join(base, "root/null"), unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
 		sandboxtest.Skipf(t, "mknod: %v", err)
@@ -266,7 +266,7 @@ func tenantGate(t *testing.T, mode sandbox.Mode, id identity, rings *sandbox.Rin
 // CAP_DAC_OVERRIDE), no creation in root's directory, and what it creates
 // is its own.
 func TestGateChecksTenant(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	rings := newRings(t, 2)
 	fx := newFixture(t)
 	if err := os.WriteFile(filepath.Join(fx.rootDir, "r"), []byte("root"), 0o600); err != nil {
@@ -335,7 +335,7 @@ func TestGateChecksTenant(t *testing.T) {
 // Close unregisters it (the kernel's count agrees) so that the gate fails
 // afterwards.
 func TestURingPersonalityLifecycle(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	rings := newRings(t, 2)
 	fx := newFixture(t)
 	ta, ga := tenantGate(t, sandbox.ModeUring, tenantA, rings, fx.base)
@@ -391,7 +391,7 @@ func TestURingPersonalityLifecycle(t *testing.T) {
 }
 
 func TestURingRefusesMissingRings(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	_, err := sandbox.NewTenant(sandbox.Options{Mode: sandbox.ModeUring, Identity: tenantA.sandbox()})
 	if !errors.Is(err, sandbox.ErrNoRings) {
 		t.Fatalf("NewTenant without rings: %v", err)
@@ -484,7 +484,7 @@ func TestGateCloseWhileInUse(t *testing.T) {
 // tenant's files) before a start or reload. A gate of the server (mode
 // none/suexec) must not follow it; links root owns still work.
 func TestRootThroughTenantLink(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	base := t.TempDir()
 	home := filepath.Join(base, "home")
 	site := filepath.Join(base, "site")
@@ -553,7 +553,7 @@ func TestRootThroughTenantLink(t *testing.T) {
 // could hang every lookup through it) is not entered; the root's own files
 // still open.
 func TestGateDoesNotCrossMounts(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	base := gateTree(t)
 	root := filepath.Join(base, "root")
 	mnt := filepath.Join(root, "mnt")

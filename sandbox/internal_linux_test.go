@@ -3,7 +3,6 @@
 package sandbox
 
 import (
-	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -78,9 +77,7 @@ func TestSwitchFailureIsReported(t *testing.T) {
 // BenchmarkSwitchRestore measures the raw per-thread switch to a tenant and
 // back, with the restore verified (what inline mode does around fn).
 func BenchmarkSwitchRestore(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("needs root")
-	}
+	sandboxtest.RequireRoot(b)
 	// Unlocked only after a verified restore: a failed one ends this
 	// goroutine locked, so the thread is destroyed.
 	runtime.LockOSThread()

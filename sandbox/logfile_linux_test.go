@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 const logTenant = 31041
@@ -16,7 +18,7 @@ const logTenant = 31041
 // create a file of its choosing: a log directory it owns or can write, a
 // symbolic link, a hard link, a FIFO, a file it owns.
 func TestOpenLogFile(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	policy := LogPolicy{}
 	tests := []struct {
 		name  string

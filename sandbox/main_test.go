@@ -6,12 +6,10 @@ import (
 	"testing"
 
 	"github.com/hostd/hostd/sandbox"
+	// The main thread stays locked, as in hostd (sandbox/bootstrap).
+	_ "github.com/hostd/hostd/sandbox/bootstrap"
 	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
-
-// init keeps the main goroutine on the main thread, as hostd's main does:
-// during init the runtime still holds the main goroutine on the main thread.
-func init() { runtime.LockOSThread() }
 
 // TestMain dispatches helper child processes (see helper_linux_test.go).
 func TestMain(m *testing.M) {

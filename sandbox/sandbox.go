@@ -115,6 +115,7 @@ type Stats struct {
 	Busy    int    // calls of fn running now
 	Started uint64 // worker threads started since NewTenant
 	Runs    uint64 // calls of fn started since NewTenant
+	Queued  int    // Runs waiting for a worker (thread)
 }
 
 // Privileges describe the startup privilege drop done by DropPrivileges.

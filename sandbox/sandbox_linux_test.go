@@ -36,13 +36,6 @@ var (
 
 var switchingModes = []sandbox.Mode{sandbox.ModeThread, sandbox.ModeThreadPerRequest, sandbox.ModeInline}
 
-func isRoot() bool { return os.Geteuid() == 0 }
-
-func requireRoot(t *testing.T) {
-	t.Helper()
-	sandboxtest.RequireRoot(t)
-}
-
 // openTempDir returns a t.TempDir that every uid can traverse.
 func openTempDir(t *testing.T) string {
 	t.Helper()
@@ -247,7 +240,7 @@ func newTenant(t *testing.T, mode sandbox.Mode, id identity, mod ...func(*sandbo
 // and none of the other tenant's or root's, and its thread has no effective
 // capability and no_new_privs set while fn runs.
 func TestFileIsolation(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	fx := newFixture(t)
 	for _, mode := range switchingModes {
 		t.Run(string(mode), func(t *testing.T) {
@@ -304,7 +297,7 @@ func TestFileIsolation(t *testing.T) {
 // signal nor ptrace the thread running A's fn, because that thread's real
 // and saved uid are the server's.
 func TestSignalAndPtraceRefused(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	exe := helperExecutable(t)
 	credA := &syscall.Credential{Uid: tenantA.uid, Gid: tenantA.gid}
 
@@ -351,7 +344,7 @@ func TestSignalAndPtraceRefused(t *testing.T) {
 // threads carry tenant ids: Go clones new threads from its template thread
 // when the creating thread is locked.
 func TestTenantIDsOnlyOnWorkerThreads(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	for _, mode := range switchingModes {
 		t.Run(string(mode), func(t *testing.T) {
 			before := taskStatuses()
@@ -435,22 +428,11 @@ func countTenantThreads(id identity) int {
 	return n
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestThreadPoolGrowsAndShrinks: the pool grows to MaxWorkers under load,
 // queues the rest, reuses workers, and returns to zero threads after
 // IdleTimeout.
 func TestThreadPoolGrowsAndShrinks(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	tn := newTenant(t, sandbox.ModeThread, tenantA, func(o *sandbox.Options) {
 		o.MaxWorkers = 4
 		o.IdleTimeout = 150 * time.Millisecond
@@ -471,11 +453,10 @@ func TestThreadPoolGrowsAndShrinks(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, "4 busy workers", func() bool { s := tn.Stats(); return s.Workers == 4 && s.Busy == 4 })
+	sandboxtest.WaitFor(t, "4 busy workers and 6 queued Runs", func() bool { s := tn.Stats(); return s.Workers == 4 && s.Busy == 4 && s.Queued == 6 })
 	if n := countTenantThreads(tenantA); n != 4 {
 		t.Fatalf("%d threads carry the tenant uid, want 4", n)
 	}
-	time.Sleep(50 * time.Millisecond)
 	if s := tn.Stats(); s.Workers != 4 || s.Started != 4 {
 		t.Fatalf("pool exceeded MaxWorkers: %+v", s)
 	}
@@ -486,7 +467,7 @@ func TestThreadPoolGrowsAndShrinks(t *testing.T) {
 	if s := tn.Stats(); s.Runs != 10 || s.Started != 4 || n != 4 {
 		t.Fatalf("after load: %+v, %d distinct threads, want 10 runs on 4 threads", s, n)
 	}
-	waitFor(t, "idle workers to exit", func() bool { return tn.Stats().Workers == 0 && countTenantThreads(tenantA) == 0 })
+	sandboxtest.WaitFor(t, "idle workers to exit", func() bool { return tn.Stats().Workers == 0 && countTenantThreads(tenantA) == 0 })
 	// A new Run starts a new worker.
 	if err := tn.Run(context.Background(), func() {}); err != nil {
 		t.Fatal(err)
@@ -495,14 +476,14 @@ func TestThreadPoolGrowsAndShrinks(t *testing.T) {
 		t.Fatalf("after idle exit: %+v", s)
 	}
 	tn.Close()
-	waitFor(t, "closed pool to exit", func() bool { return tn.Stats().Workers == 0 })
+	sandboxtest.WaitFor(t, "closed pool to exit", func() bool { return tn.Stats().Workers == 0 })
 	waitServerOnly(t)
 }
 
 // TestQueuedRunHonoursContext: a Run waiting for a worker returns ctx.Err()
 // without running fn; Close fails waiting Runs with ErrClosed.
 func TestQueuedRunHonoursContext(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	tn := newTenant(t, sandbox.ModeThread, tenantA, func(o *sandbox.Options) { o.MaxWorkers = 1 })
 	release := make(chan struct{})
 	started := make(chan struct{})
@@ -515,10 +496,12 @@ func TestQueuedRunHonoursContext(t *testing.T) {
 	if err := tn.Run(ctx, func() { ran.Store(true) }); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("queued Run = %v, want deadline exceeded", err)
 	}
+	if s := tn.Stats(); s.Queued != 0 || s.Workers != 1 {
+		t.Fatalf("after the cancelled Run: %+v, want nothing queued and 1 worker", s)
+	}
 	queued := make(chan error)
 	go func() { queued <- tn.Run(context.Background(), func() { ran.Store(true) }) }()
-	waitFor(t, "second Run to queue", func() bool { return true })
-	time.Sleep(30 * time.Millisecond)
+	sandboxtest.WaitFor(t, "second Run to queue", func() bool { return tn.Stats().Queued == 1 })
 	tn.Close()
 	if err := <-queued; !errors.Is(err, sandbox.ErrClosed) {
 		t.Fatalf("queued Run after Close = %v, want ErrClosed", err)
@@ -533,14 +516,14 @@ func TestQueuedRunHonoursContext(t *testing.T) {
 	if err := tn.Run(context.Background(), func() {}); !errors.Is(err, sandbox.ErrClosed) {
 		t.Fatalf("Run after Close = %v", err)
 	}
-	waitFor(t, "worker to exit after Close", func() bool { return tn.Stats().Workers == 0 && countTenantThreads(tenantA) == 0 })
+	sandboxtest.WaitFor(t, "worker to exit after Close", func() bool { return tn.Stats().Workers == 0 && countTenantThreads(tenantA) == 0 })
 }
 
 // TestPanicRecovered: a panic in fn is returned as *PanicError; a thread
 // worker survives it with its identity verified, the inline thread is back
 // to the server.
 func TestPanicRecovered(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	for _, mode := range switchingModes {
 		t.Run(string(mode), func(t *testing.T) {
 			tn := newTenant(t, mode, tenantA)
@@ -590,7 +573,7 @@ func checkServerThread(t *testing.T) {
 // TestInlineRestores: inline mode switches the caller's own thread and
 // restores it exactly.
 func TestInlineRestores(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	tn := newTenant(t, sandbox.ModeInline, tenantB)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -622,7 +605,7 @@ func TestInlineRestores(t *testing.T) {
 
 // TestInlineGroups: supplementary groups are switched and restored.
 func TestInlineGroups(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	id := sandbox.Identity{UID: 31003, GID: 31003, Groups: []uint32{31010, 31005}}
 	for _, mode := range switchingModes {
 		t.Run(string(mode), func(t *testing.T) {
@@ -649,7 +632,7 @@ func TestInlineGroups(t *testing.T) {
 // TestThreadPerRequestThreadsExit: every thread-per-request thread is
 // destroyed after its Run.
 func TestThreadPerRequestThreadsExit(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	tn := newTenant(t, sandbox.ModeThreadPerRequest, tenantA)
 	var mu sync.Mutex
 	var tids []int
@@ -670,7 +653,7 @@ func TestThreadPerRequestThreadsExit(t *testing.T) {
 	if s := tn.Stats(); s.Started != 20 || s.Runs != 20 {
 		t.Fatalf("stats %+v", s)
 	}
-	waitFor(t, "thread-per-request threads to exit", func() bool {
+	sandboxtest.WaitFor(t, "thread-per-request threads to exit", func() bool {
 		for _, tid := range tids {
 			if _, err := os.Stat("/proc/self/task/" + strconv.Itoa(tid)); err == nil {
 				return false
@@ -684,7 +667,7 @@ func TestThreadPerRequestThreadsExit(t *testing.T) {
 // TestStressNoCrossTenant: 2 tenants x 200 concurrent Runs per mode; every
 // fn sees exactly its tenant's effective ids.
 func TestStressNoCrossTenant(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	for _, mode := range switchingModes {
 		t.Run(string(mode), func(t *testing.T) {
 			var wrong, runs atomic.Int64
@@ -729,7 +712,7 @@ func TestStressNoCrossTenant(t *testing.T) {
 // test binary must refuse the user switch without changing anything; the
 // real thing is then checked with a CGO_ENABLED=0 build.
 func TestDropPrivileges(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	fx := newFixture(t)
 	run := func(t *testing.T, exe, helper string) string {
 		t.Helper()
@@ -761,7 +744,7 @@ func TestDropPrivileges(t *testing.T) {
 // TestDropPrivilegesMissingCap: without CAP_SETUID permitted, DropPrivileges
 // names it and changes nothing. Runs on a thread that is then discarded.
 func TestDropPrivilegesMissingCap(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	errc := make(chan error)
 	go func() {
 		runtime.LockOSThread() // never unlocked: this thread loses a capability
@@ -799,7 +782,7 @@ func dropPermitted(c int) error {
 // TestGoexitInFn: fn ending its goroutine releases the caller with
 // ErrGoexit and discards the thread.
 func TestGoexitInFn(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	for _, mode := range []sandbox.Mode{sandbox.ModeThread, sandbox.ModeThreadPerRequest} {
 		t.Run(string(mode), func(t *testing.T) {
 			tn := newTenant(t, mode, tenantA)
@@ -807,7 +790,7 @@ func TestGoexitInFn(t *testing.T) {
 			if err := tn.Run(context.Background(), func() { tid = unix.Gettid(); runtime.Goexit() }); !errors.Is(err, sandbox.ErrGoexit) {
 				t.Fatalf("Run = %v, want ErrGoexit", err)
 			}
-			waitFor(t, "the thread to exit", func() bool {
+			sandboxtest.WaitFor(t, "the thread to exit", func() bool {
 				_, err := os.Stat("/proc/self/task/" + strconv.Itoa(tid))
 				return err != nil && tn.Stats().Workers == 0 && tn.Stats().Busy == 0
 			})

@@ -27,11 +27,6 @@ const (
 	testGroup = 31077
 )
 
-func requireRoot(t testing.TB) {
-	t.Helper()
-	sandboxtest.RequireRoot(t)
-}
-
 func newTestSpawner(t testing.TB) *Spawner {
 	t.Helper()
 	s, err := NewSpawner(nil)
@@ -56,7 +51,7 @@ func statusField(t *testing.T, status, name string) string {
 }
 
 func TestSpawnerCredentials(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	s := newTestSpawner(t)
 	tests := []struct {
 		name       string
@@ -135,7 +130,7 @@ func childStat(t *testing.T, attr *syscall.SysProcAttr) (stat string, f []string
 // process group, and cannot join the server's (setpgid works only within a
 // session).
 func TestSpawnerOwnProcessGroup(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	stat, f, pid := childStat(t, nil)
 	if len(f) < 4 || f[2] != pid || f[3] != pid {
 		t.Fatalf("child stat %q: want pgrp == session == pid %s", stat, pid)
@@ -143,7 +138,7 @@ func TestSpawnerOwnProcessGroup(t *testing.T) {
 }
 
 func TestSpawnerSetsid(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	stat, f, pid := childStat(t, &syscall.SysProcAttr{Setsid: true, Setpgid: true, Pgid: 1})
 	if len(f) < 4 || f[2] != pid || f[3] != pid {
 		t.Fatalf("child stat %q: want pgrp == session == pid %s", stat, pid)
@@ -151,7 +146,7 @@ func TestSpawnerSetsid(t *testing.T) {
 }
 
 func TestSpawnerNoLeakedFDs(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	s := newTestSpawner(t)
 	dir := t.TempDir()
 	secret := filepath.Join(dir, "secret")
@@ -253,7 +248,7 @@ func groupAlive(t testing.TB, pgid int) bool {
 }
 
 func TestSpawnerCancelKillsGroup(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	s := newTestSpawner(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
@@ -299,7 +294,7 @@ func TestSpawnerCancelKillsGroup(t *testing.T) {
 }
 
 func TestSpawnerCloseKillsChildren(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	s, err := NewSpawner(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -328,7 +323,7 @@ func TestSpawnerCloseKillsChildren(t *testing.T) {
 }
 
 func TestSpawnerRefusals(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	s := newTestSpawner(t)
 	tests := []struct {
 		name string
@@ -378,7 +373,7 @@ func TestSpawnerRefusals(t *testing.T) {
 }
 
 func TestSpawnerConcurrent(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	s := newTestSpawner(t)
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
@@ -409,7 +404,7 @@ func TestSpawnerConcurrent(t *testing.T) {
 }
 
 func TestSpawnerStartContextDone(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	s := newTestSpawner(t)
 	// Occupy the spawner thread? Not possible from outside; instead check
 	// that a cancelled context never starts a process: either the hand-off
@@ -426,7 +421,7 @@ func TestSpawnerStartContextDone(t *testing.T) {
 }
 
 func BenchmarkSpawnerStart(b *testing.B) {
-	requireRoot(b)
+	sandboxtest.RequireRoot(b)
 	s := newTestSpawner(b)
 	for _, bc := range []struct {
 		name string
@@ -454,7 +449,7 @@ func BenchmarkSpawnerStart(b *testing.B) {
 // instruction, for a tenant (all four) and for the server's identity (all
 // but the process count, which would count the server's threads).
 func TestSpawnerLimits(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	s := newTestSpawner(t)
 	if c := s.Containment(); !c.Rlimits || !c.Subreaper {
 		t.Fatalf("Containment = %+v, want rlimits and subreaper", c)
@@ -494,7 +489,7 @@ func TestSpawnerLimits(t *testing.T) {
 // TestSpawnerOrphans: a daemon started with setsid and a double-forked
 // child outlive the script that started them only by the grace.
 func TestSpawnerOrphans(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	s := newTestSpawner(t)
 	var out bytes.Buffer
 	// The sleeps' stdio goes to /dev/null: an orphan holding the stdout
@@ -517,23 +512,11 @@ setsid sleep 600 >/dev/null 2>&1 </dev/null & echo $!
 	}
 	for _, pid := range pids[:2] {
 		// The background job may not have exec'd sleep yet.
-		deadline := time.Now().Add(5 * time.Second)
-		for !sleeping(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("orphan %s is not running after the script exited", pid)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		sandboxtest.WaitFor(t, "orphan "+pid+" to run after the script exited", func() bool { return sleeping(pid) })
 	}
 	s.Finished(cmd, lim)
-	deadline := time.Now().Add(10 * time.Second)
 	for _, pid := range pids {
-		for sleeping(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("orphan %s still runs 10s after the script's end (grace %v)", pid, lim.OrphanGrace)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		sandboxtest.WaitFor(t, fmt.Sprintf("orphan %s to end after the script (grace %v)", pid, lim.OrphanGrace), func() bool { return !sleeping(pid) })
 	}
 }
 

@@ -180,9 +180,14 @@ func (t *Tenant) Close() {
 // Stats returns a snapshot of the tenant's counters.
 func (t *Tenant) Stats() Stats {
 	t.mu.Lock()
-	w := t.workers
+	w, q := t.workers, 0
+	for _, j := range t.queue {
+		if j.state.Load() == jobPending {
+			q++
+		}
+	}
 	t.mu.Unlock()
-	return Stats{Workers: w, Busy: int(t.busy.Load()), Started: t.started.Load(), Runs: t.runs.Load()}
+	return Stats{Workers: w, Busy: int(t.busy.Load()), Started: t.started.Load(), Runs: t.runs.Load(), Queued: q}
 }
 
 // runThread hands fn to an idle worker, a new worker, or the wait queue.

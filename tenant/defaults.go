@@ -3,10 +3,170 @@ package tenant
 import (
 	"fmt"
 	"os"
+	"runtime"
+	"slices"
 	"time"
 
 	"github.com/hostd/hostd/sandbox"
+	"github.com/hostd/hostd/scripting"
 )
+
+// Defaults of the [server] keys (config.go documents each key). A zero
+// value in a Server means the default; the loader applies these (and
+// WithDefaults does) before it validates. Keys whose default depends on
+// where the files are (state_dir's session_keys and admin_token_file),
+// on the machine (default_sandbox) or on whether the key is present
+// (write_timeout: "0s" means none) are resolved by the loader.
+const (
+	// DefaultStateDir is server.state_dir, relative to the main file.
+	DefaultStateDir = "state"
+	// DefaultVHosts is server.vhosts, relative to the main file.
+	DefaultVHosts            = "vhosts.d/*.toml"
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 60 * time.Second
+	// DefaultWriteTimeout is server.write_timeout: a client that takes
+	// no response bytes for this long is dropped.
+	DefaultWriteTimeout    = 60 * time.Second
+	DefaultIdleTimeout     = 120 * time.Second
+	DefaultShutdownTimeout = 10 * time.Second
+	DefaultMaxHeaderBytes  = 64 << 10
+	// DefaultAcceptRate is server.accept_rate, per CPU.
+	DefaultAcceptRate         = 1000
+	DefaultMaxConnsPerIP      = 512
+	DefaultHandshakeWait      = 2 * time.Second
+	DefaultTicketRotation     = 24 * time.Hour
+	DefaultSessionKeyRotation = 24 * time.Hour
+	// DefaultMaxThreads is server.max_threads.
+	DefaultMaxThreads = 4096
+	// DefaultTenantCPUShare is server.tenant_cpu_share.
+	DefaultTenantCPUShare = 0.5
+	// DefaultMinUID is server.min_uid.
+	DefaultMinUID = 1000
+)
+
+// DefaultMaxHandshakes is server.max_handshakes: four per CPU.
+func DefaultMaxHandshakes() int { return 4 * runtime.GOMAXPROCS(0) }
+
+// Defaults of a vhost's keys. The [limits] keys that configure a lower
+// layer's option take that option's default (scripting.Default*,
+// sandbox.DefaultIdleTimeout), so each number is written once.
+const (
+	DefaultMaxConcurrent = 256
+	DefaultMaxBody       = 1 << 20
+	DefaultMaxResponse   = 16 << 20
+	DefaultCGITimeout    = 30 * time.Second
+	DefaultCGIMemory     = 512 << 20
+	DefaultCGIProcesses  = 512
+	DefaultCGIOpenFiles  = 1024
+	DefaultCGIGrace      = 2 * time.Second
+	DefaultMaxRanges     = 16
+	// maxScriptSize bounds [limits] max_script_size.
+	maxScriptSize = 16 << 20
+)
+
+// DefaultMaxWorkers is [limits] max_workers when a vhost sets none: four
+// worker threads per CPU (at least 4), so that one tenant's hooks cannot
+// hold many more threads than there are CPUs to run them.
+func DefaultMaxWorkers() int { return max(4, 4*runtime.NumCPU()) }
+
+// DefaultPerClient is [limits] max_concurrent_per_client for a vhost's
+// max_concurrent (-1: unlimited).
+func DefaultPerClient(maxConcurrent int) int {
+	if maxConcurrent <= 0 {
+		return -1
+	}
+	return max(4, maxConcurrent/8)
+}
+
+// DefaultIndex is a vhost's index when it sets none.
+var DefaultIndex = []string{"index.html"}
+
+// DefaultCGIExtensions is [cgi] extensions when a vhost sets none.
+var DefaultCGIExtensions = []string{".cgi"}
+
+// WithDefaults sets every zero key of the configuration that has a fixed
+// default to it: the [server] table and each vhost's own keys and
+// [limits]. Load applies the same defaults to each table as it reads it,
+// so a Config built in code and passed through WithDefaults looks like a
+// loaded one in these keys.
+func (c *Config) WithDefaults() {
+	c.Server.setDefaults()
+	for _, v := range c.VHosts {
+		v.setDefaults()
+	}
+}
+
+func setDuration(d *Duration, def time.Duration) {
+	if *d == 0 {
+		*d = Duration(def)
+	}
+}
+
+func setInt[T ~int | ~int64 | ~float64](v *T, def T) {
+	if *v == 0 {
+		*v = def
+	}
+}
+
+func (s *Server) setDefaults() {
+	if s.StateDir == "" {
+		s.StateDir = DefaultStateDir
+	}
+	if s.VHosts == "" {
+		s.VHosts = DefaultVHosts
+	}
+	if s.TLSProfile == "" {
+		s.TLSProfile = TLSIntermediate
+	}
+	setDuration(&s.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	setDuration(&s.ReadTimeout, DefaultReadTimeout)
+	setDuration(&s.IdleTimeout, DefaultIdleTimeout)
+	setDuration(&s.ShutdownTimeout, DefaultShutdownTimeout)
+	setInt(&s.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	setInt(&s.MaxHandshakes, DefaultMaxHandshakes())
+	setInt(&s.AcceptRate, DefaultAcceptRate)
+	setInt(&s.MaxConnsPerIP, DefaultMaxConnsPerIP)
+	setDuration(&s.HandshakeWait, DefaultHandshakeWait)
+	setDuration(&s.TicketRotation, DefaultTicketRotation)
+	setDuration(&s.SessionKeyRotation, DefaultSessionKeyRotation)
+	if s.LogRedactQuery == nil {
+		d := DefaultRedactQuery
+		s.LogRedactQuery = &d
+	}
+	setInt(&s.MaxThreads, DefaultMaxThreads)
+	setInt(&s.TenantCPUShare, DefaultTenantCPUShare)
+}
+
+func (v *VHost) setDefaults() {
+	if len(v.Index) == 0 {
+		v.Index = slices.Clone(DefaultIndex)
+	}
+	if len(v.CGI.Extensions) == 0 {
+		v.CGI.Extensions = slices.Clone(DefaultCGIExtensions)
+	}
+	v.Limits.setDefaults()
+}
+
+func (l *Limits) setDefaults() {
+	setInt(&l.MaxWorkers, DefaultMaxWorkers())
+	setInt(&l.MaxConcurrent, DefaultMaxConcurrent)
+	setInt(&l.MaxConcurrentPerClient, DefaultPerClient(l.MaxConcurrent))
+	setDuration(&l.WorkerIdle, sandbox.DefaultIdleTimeout)
+	setDuration(&l.ScriptTimeout, scripting.DefaultTimeout)
+	setInt(&l.ScriptMemory, scripting.DefaultMaxMemory)
+	setInt(&l.MaxScriptSize, scripting.DefaultMaxScript)
+	setInt(&l.SharedDictSize, scripting.DefaultSharedDictSize)
+	setDuration(&l.CGITimeout, DefaultCGITimeout)
+	setInt(&l.MaxBody, DefaultMaxBody)
+	setInt(&l.MaxFormPart, l.MaxBody)
+	setInt(&l.MaxResponse, DefaultMaxResponse)
+	setInt(&l.MaxRanges, DefaultMaxRanges)
+	setInt(&l.CGIProcesses, DefaultCGIProcesses)
+	setInt(&l.CGIOpenFiles, DefaultCGIOpenFiles)
+	setDuration(&l.CGICPU, l.CGITimeout.Std())
+	setInt(&l.CGIMemory, DefaultCGIMemory)
+	setDuration(&l.CGIGrace, DefaultCGIGrace)
+}
 
 // Work names the kinds of work a vhost does and, for each, the identity it
 // runs with.
@@ -89,41 +249,21 @@ func (l *loader) checkRunAsServer(cfg *Config, file string, loc *locator, v *VHo
 		"use a switching sandbox (e.g. sandbox = \"thread\"), or set run_as_server = true to accept it", v.Mode, what)
 }
 
-// Defaults of the CGI containment and range keys of [limits].
-const (
-	DefaultCGIMemory    = 512 << 20
-	DefaultCGIProcesses = 512
-	DefaultCGIOpenFiles = 1024
-	DefaultCGIGrace     = 2 * time.Second
-	DefaultMaxRanges    = 16
-)
-
-// cgiLimits checks and defaults [limits] max_ranges and the cgi_* keys;
-// lim.CGITimeout must already have its default.
+// cgiLimits checks [limits] max_ranges and the cgi_* keys (after
+// setDefaults).
 func (l *loader) cgiLimits(file string, loc *locator, lim *Limits) {
 	for _, k := range []struct {
 		key string
-		v   *int
+		v   int
 		def int
-	}{{"max_ranges", &lim.MaxRanges, DefaultMaxRanges}, {"cgi_processes", &lim.CGIProcesses, DefaultCGIProcesses},
-		{"cgi_open_files", &lim.CGIOpenFiles, DefaultCGIOpenFiles}} {
-		switch {
-		case *k.v < -1:
+	}{{"max_ranges", lim.MaxRanges, DefaultMaxRanges}, {"cgi_processes", lim.CGIProcesses, DefaultCGIProcesses},
+		{"cgi_open_files", lim.CGIOpenFiles, DefaultCGIOpenFiles}} {
+		if k.v < -1 {
 			l.add(file, loc.line("limits", -1, k.key), "%s must be positive, 0 (default %d) or -1 (unlimited)", k.key, k.def)
-		case *k.v == 0:
-			*k.v = k.def
 		}
 	}
-	if lim.CGICPU == 0 {
-		lim.CGICPU = lim.CGITimeout
-	}
-	if lim.CGIMemory == 0 {
-		lim.CGIMemory = DefaultCGIMemory
-	} else if lim.CGIMemory < 16<<20 {
+	if lim.CGIMemory < 16<<20 {
 		l.add(file, loc.line("limits", -1, "cgi_memory"), "cgi_memory must be at least 16MiB (a shell needs a few MiB)")
-	}
-	if lim.CGIGrace == 0 {
-		lim.CGIGrace = Duration(DefaultCGIGrace)
 	}
 }
 

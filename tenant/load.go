@@ -8,7 +8,6 @@ import (
 	"os/user"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,17 +18,14 @@ import (
 	"github.com/hostd/hostd/scripting/outbound"
 )
 
-// DefaultStateDir is server.state_dir when the main file sets none,
-// relative to the main file.
-const DefaultStateDir = "state"
-
 // switching reports whether mode runs tenant code with the tenant's identity
 // in-process (or, for suexec, in CGI children).
 func switching(mode string) bool { return mode != "none" }
 
-type mainFile struct {
+// MainFile is the main file's tables, as Encode writes them.
+type MainFile struct {
 	Server   Server   `toml:"server"`
-	Sessions Sessions `toml:"sessions"`
+	Sessions Sessions `toml:"sessions,omitempty"`
 }
 
 // Load reads the main file at path and every vhost file its glob names,
@@ -201,7 +197,7 @@ func rel(dir, p string) string {
 }
 
 func (l *loader) loadMain(file string) *Config {
-	var m mainFile
+	var m MainFile
 	d := l.decode(file, &m)
 	if d == nil {
 		return nil
@@ -209,6 +205,7 @@ func (l *loader) loadMain(file string) *Config {
 	loc := d.loc
 	l.mainLoc = loc
 	s := &m.Server
+	s.setDefaults()
 	line := func(key string) int { return loc.line("server", -1, key) }
 	if s.ListenHTTPS == "" && !d.bad["server.listen_https"] {
 		l.add(file, loc.line("server", -1, ""), "server.listen_https is required (e.g. listen_https = \"127.0.0.1:8443\")")
@@ -221,12 +218,6 @@ func (l *loader) loadMain(file string) *Config {
 	if s.LogFormat != "" && s.LogFormat != "combined" && s.LogFormat != "json" {
 		l.add(file, line("log_format"), "log_format %q: want \"combined\" or \"json\"", s.LogFormat)
 	}
-	if s.StateDir == "" {
-		s.StateDir = DefaultStateDir
-	}
-	if s.VHosts == "" {
-		s.VHosts = "vhosts.d/*.toml"
-	}
 	implicitSandbox := s.DefaultSandbox == ""
 	if implicitSandbox {
 		s.DefaultSandbox = defaultSandbox()
@@ -236,46 +227,19 @@ func (l *loader) loadMain(file string) *Config {
 	} else if _, msg := l.env.resolveMode(s.DefaultSandbox, "default_sandbox"); msg != "" {
 		l.add(file, line("default_sandbox"), "%s", msg)
 	}
-	if s.ReadHeaderTimeout == 0 {
-		s.ReadHeaderTimeout = Duration(10e9)
-	}
-	if s.ReadTimeout == 0 {
-		s.ReadTimeout = Duration(60e9)
-	}
-	if s.IdleTimeout == 0 {
-		s.IdleTimeout = Duration(120e9)
-	}
-	if s.ShutdownTimeout == 0 {
-		s.ShutdownTimeout = Duration(10e9)
-	}
-	if s.MaxHeaderBytes == 0 {
-		s.MaxHeaderBytes = 64 << 10
-	}
 	for _, k := range []struct {
 		key string
-		v   *int
-		def int
-	}{{"max_handshakes", &s.MaxHandshakes, 4 * runtime.GOMAXPROCS(0)}, {"accept_rate", &s.AcceptRate, 1000}, {"max_conns_per_ip", &s.MaxConnsPerIP, 512}} {
-		switch {
-		case *k.v < -1:
+		v   int
+	}{{"max_handshakes", s.MaxHandshakes}, {"accept_rate", s.AcceptRate}, {"max_conns_per_ip", s.MaxConnsPerIP}} {
+		if k.v < -1 {
 			l.add(file, line(k.key), "%s must be positive, 0 (default) or -1 (unlimited)", k.key)
-		case *k.v == 0:
-			*k.v = k.def
 		}
 	}
-	if s.HandshakeWait == 0 {
-		s.HandshakeWait = Duration(2 * time.Second)
-	}
-	if s.TicketRotation == 0 {
-		s.TicketRotation = Duration(24 * time.Hour)
-	} else if s.TicketRotation.Std() < time.Second {
+	if s.TicketRotation.Std() < time.Second {
 		l.add(file, line("ticket_rotation"), "ticket_rotation must be at least 1s (e.g. \"24h\")")
 	}
 	if s.MinUID != nil && *s.MinUID < 1 {
 		l.add(file, line("min_uid"), "min_uid must be at least 1")
-	}
-	if s.TLSProfile == "" {
-		s.TLSProfile = TLSIntermediate
 	}
 	dir := filepath.Dir(file)
 	cfg := &Config{File: file, Server: *s, Dir: dir, StateDir: rel(dir, s.StateDir), VHostGlob: rel(dir, s.VHosts), mainLoc: loc,
@@ -319,6 +283,7 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 		return nil
 	}
 	loc := d.loc
+	v.setDefaults()
 	n := len(l.errs)
 	dir := filepath.Dir(file)
 	v.File = file
@@ -367,9 +332,6 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 		}
 	}
 
-	if len(v.Index) == 0 {
-		v.Index = []string{"index.html"}
-	}
 	for _, ix := range v.Index {
 		if ix == "" || strings.ContainsAny(ix, `/\`) || ix == "." || ix == ".." {
 			l.add(file, line("index"), "index %q must be a plain file name", ix)
@@ -438,55 +400,20 @@ func (l *loader) loadVHost(cfg *Config, file string) *VHost {
 	if lim.MaxWorkers < 0 {
 		l.add(file, loc.line("limits", -1, "max_workers"), "max_workers must not be negative")
 	}
-	if lim.MaxWorkers == 0 {
-		lim.MaxWorkers = DefaultMaxWorkers() // guard.go
-	}
 	if lim.MaxConcurrent < -1 {
-		l.add(file, loc.line("limits", -1, "max_concurrent"), "max_concurrent must be positive, 0 (default 256) or -1 (unlimited)")
-	} else if lim.MaxConcurrent == 0 {
-		lim.MaxConcurrent = 256
+		l.add(file, loc.line("limits", -1, "max_concurrent"), "max_concurrent must be positive, 0 (default %d) or -1 (unlimited)", DefaultMaxConcurrent)
 	}
 	if lim.MaxConcurrentPerClient < -1 {
 		l.add(file, loc.line("limits", -1, "max_concurrent_per_client"), "max_concurrent_per_client must be positive, 0 (default max_concurrent/8) or -1 (unlimited)")
-	} else if lim.MaxConcurrentPerClient == 0 {
-		lim.MaxConcurrentPerClient = DefaultPerClient(lim.MaxConcurrent)
 	}
-	if lim.WorkerIdle == 0 {
-		lim.WorkerIdle = Duration(30e9)
-	}
-	if lim.ScriptTimeout == 0 {
-		lim.ScriptTimeout = Duration(1e9)
-	}
-	if lim.ScriptMemory == 0 {
-		lim.ScriptMemory = 64 << 20
-	}
-	if lim.MaxScriptSize > 16<<20 {
+	if lim.MaxScriptSize > maxScriptSize {
 		l.add(file, loc.line("limits", -1, "max_script_size"), "max_script_size must be between 1 byte and 16MiB (default 1MiB)")
-	} else if lim.MaxScriptSize == 0 {
-		lim.MaxScriptSize = 1 << 20 // scripting.DefaultMaxScript
-	}
-	if lim.SharedDictSize == 0 {
-		lim.SharedDictSize = 16 << 20 // scripting.DefaultSharedDictSize
-	}
-	if lim.CGITimeout == 0 {
-		lim.CGITimeout = Duration(30e9)
-	}
-	if lim.MaxBody == 0 {
-		lim.MaxBody = 1 << 20
 	}
 	if lim.MaxFormPart > lim.MaxBody {
 		l.add(file, loc.line("limits", -1, "max_form_part"), "max_form_part (%d bytes) is larger than max_body (%d bytes): a part cannot be larger than the body; raise max_body or lower max_form_part", lim.MaxFormPart, lim.MaxBody)
-	} else if lim.MaxFormPart == 0 {
-		lim.MaxFormPart = lim.MaxBody
 	}
 	l.cgiLimits(file, loc, lim)
-	if lim.MaxResponse == 0 {
-		lim.MaxResponse = 16 << 20
-	}
 
-	if len(v.CGI.Extensions) == 0 {
-		v.CGI.Extensions = []string{".cgi"}
-	}
 	for _, e := range v.CGI.Extensions {
 		if !strings.HasPrefix(e, ".") || len(e) < 2 {
 			l.add(file, loc.line("cgi", -1, "extensions"), "cgi extension %q must start with '.'", e)

@@ -33,35 +33,35 @@ const (
 // PHP is a vhost's [php] table: PHP scripts served over FastCGI by a
 // php-fpm pool that hostd starts, as the tenant, on the first request.
 type PHP struct {
-	Enabled bool `toml:"enabled"`
+	Enabled bool `toml:"enabled,omitempty"`
 	// Extensions are the script extensions the pool runs (default
 	// [".php"]); php-fpm's security.limit_extensions is set to them.
-	Extensions []string `toml:"extensions"`
+	Extensions []string `toml:"extensions,omitempty"`
 	// Workers is the most PHP processes of the tenant at once
 	// (pm.max_children, default 4).
-	Workers int `toml:"workers"`
+	Workers int `toml:"workers,omitzero"`
 	// MaxRequests is how many requests a PHP process serves before it is
 	// replaced (pm.max_requests, default 500; -1 = never).
-	MaxRequests int `toml:"max_requests"`
+	MaxRequests int `toml:"max_requests,omitzero"`
 	// IdleTimeout is how long an idle PHP process lives
 	// (pm.process_idle_timeout of pm = ondemand, default 10s).
-	IdleTimeout Duration `toml:"idle_timeout"`
+	IdleTimeout Duration `toml:"idle_timeout,omitzero"`
 	// PoolIdle is how long the pool's php-fpm master lives without a
 	// request before hostd stops it (default 10m); the next request starts
 	// it again.
-	PoolIdle Duration `toml:"pool_idle"`
+	PoolIdle Duration `toml:"pool_idle,omitzero"`
 	// Timeout bounds one PHP request, from connect to the end of the
 	// response (default 30s); php-fpm's request_terminate_timeout too.
-	Timeout Duration `toml:"timeout"`
+	Timeout Duration `toml:"timeout,omitzero"`
 	// TmpDir is the pool's upload_tmp_dir, sys_temp_dir and
 	// session.save_path, and part of open_basedir (default "/tmp").
-	TmpDir string `toml:"tmp_dir"`
+	TmpDir string `toml:"tmp_dir,omitempty"`
 	// FPM is the php-fpm binary (default /usr/sbin/php-fpm8.2).
-	FPM string `toml:"fpm"`
+	FPM string `toml:"fpm,omitempty"`
 	// INI are php.ini settings for the pool, written as php_admin_value
 	// (strings and numbers) or php_admin_flag (booleans), which scripts
 	// cannot change.
-	INI map[string]any `toml:"ini"`
+	INI map[string]any `toml:"ini,omitempty"`
 
 	// Settings is INI after Load: name -> value as php-fpm's pool file
 	// takes it ("on"/"off" for booleans), sorted on output by the pool.

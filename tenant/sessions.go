@@ -15,28 +15,28 @@ import (
 type Sessions struct {
 	// Store is "memory" (default: one node, lost on restart), "redis" or
 	// "memcached".
-	Store string `toml:"store"`
+	Store string `toml:"store,omitempty"`
 	// URL is the Redis to use (store = "redis"): redis://host:port/db,
 	// rediss://..., a Sentinel URL with ?master_name=NAME&addr=..., or
 	// redis+cluster://host:port?addr=... .
-	URL string `toml:"url"`
+	URL string `toml:"url,omitempty"`
 	// Servers are the memcached servers, "host:port" (store = "memcached").
-	Servers []string `toml:"servers"`
+	Servers []string `toml:"servers,omitempty"`
 	// Backup are memcached servers every session is written to as well,
 	// read when a primary is down.
-	Backup []string `toml:"backup"`
+	Backup []string `toml:"backup,omitempty"`
 	// Cookie is the session cookie's name (default "hostd_session").
-	Cookie string `toml:"cookie"`
+	Cookie string `toml:"cookie,omitempty"`
 	// TTL is the sliding expiry of an unused session (default 30m).
-	TTL Duration `toml:"ttl"`
+	TTL Duration `toml:"ttl,omitzero"`
 	// MaxBytes bounds a session's JSON encoding (default 4096).
-	MaxBytes Size `toml:"max_bytes"`
+	MaxBytes Size `toml:"max_bytes,omitzero"`
 	// PasswordFile holds the store's password, so that it sits in a file
 	// only root reads rather than in a configuration file: for Redis the
 	// password (AUTH, or the ACL user's, the user named in url); for
 	// memcached "USER:PASSWORD" (memcached -Y). Main file only; it goes
 	// with the main file's store, never with a vhost's own.
-	PasswordFile string `toml:"password_file"`
+	PasswordFile string `toml:"password_file,omitempty"`
 
 	line int // line of the [sessions] header, 0 when absent
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hostd/hostd/sandbox/sandboxtest"
+	"github.com/hostd/hostd/tenant"
 )
 
 func sweep(admission bool, rates ...float64) []Point {
@@ -110,5 +111,25 @@ func TestOptionsDefaults(t *testing.T) {
 	o = Options{Binary: "/bin/true", KeyType: "dsa"}
 	if err := o.defaults(); err == nil {
 		t.Error("key type dsa accepted")
+	}
+}
+
+// TestMainConfig: without admission control every overload limit is off;
+// with it, the option's keys and handshake_wait at a fifth of the client
+// timeout.
+func TestMainConfig(t *testing.T) {
+	enc := func(admission bool, o *Options) string {
+		var b strings.Builder
+		if err := tenant.Encode(&b, mainConfig("127.0.0.1:1", admission, o.admission())); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	o := &Options{Timeout: 5 * time.Second, Scale: 1, Admission: tenant.Server{MaxHandshakes: 8}}
+	if got, want := enc(false, o), "[server]\nlisten_https = \"127.0.0.1:1\"\nstate_dir = \"state\"\nmax_handshakes = -1\naccept_rate = -1\nmax_conns_per_ip = -1\n"; got != want {
+		t.Errorf("without admission:\n%s\nwant\n%s", got, want)
+	}
+	if got, want := enc(true, o), "[server]\nlisten_https = \"127.0.0.1:1\"\nstate_dir = \"state\"\nmax_handshakes = 8\nhandshake_wait = \"1s\"\n"; got != want {
+		t.Errorf("with admission:\n%s\nwant\n%s", got, want)
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/hostd/hostd/bench/load"
+	"github.com/hostd/hostd/tenant"
 )
 
 // Options configures Run. The zero value works except for Binary.
@@ -70,11 +71,11 @@ type Options struct {
 	ServerCPUs int
 	// NoPin leaves the server and the load generator unpinned.
 	NoPin bool
-	// AdmissionKeys are extra [server] lines for the runs with admission
-	// control (e.g. "max_handshakes = 8"); otherwise hostd's defaults
-	// apply, except handshake_wait, set to a fifth of the client timeout
-	// (an operator sets it well below the clients' patience).
-	AdmissionKeys string
+	// Admission holds the [server] keys of the runs with admission
+	// control (e.g. MaxHandshakes: 8); its zero keys keep hostd's
+	// defaults, except handshake_wait, set to a fifth of the client
+	// timeout (an operator sets it well below the clients' patience).
+	Admission tenant.Server
 	// ServerLog receives the server's log (warnings and errors); nil
 	// discards it.
 	ServerLog io.Writer
@@ -114,11 +115,12 @@ func (o *Options) defaults() error {
 	return nil
 }
 
-func (o *Options) admissionKeys() string {
-	if strings.Contains(o.AdmissionKeys, "handshake_wait") {
-		return o.AdmissionKeys
+func (o *Options) admission() tenant.Server {
+	s := o.Admission
+	if s.HandshakeWait == 0 {
+		s.HandshakeWait = tenant.Duration(o.timeout() / 5)
 	}
-	return fmt.Sprintf("handshake_wait = %q\n%s", (o.timeout() / 5).String(), o.AdmissionKeys)
+	return s
 }
 
 func (o *Options) think() time.Duration   { return time.Duration(float64(o.ThinkTime) * o.Scale) }
@@ -325,13 +327,13 @@ func selfSigned(keyType string) (certPEM, keyPEM []byte, err error) {
 }
 
 // mainConfig is the server's main file. Without admission control every
-// overload limit is off; with it, hostd's defaults apply.
-func mainConfig(addr string, admission bool, extra string) string {
-	c := fmt.Sprintf("[server]\nlisten_https = %q\nstate_dir = \"state\"\naccess_log = \"\"\n", addr)
+// overload limit is off; with it, s's keys apply, and hostd's defaults.
+func mainConfig(addr string, admission bool, s tenant.Server) tenant.MainFile {
 	if !admission {
-		return c + "max_handshakes = -1\naccept_rate = -1\nmax_conns_per_ip = -1\n"
+		s = tenant.Server{MaxHandshakes: -1, AcceptRate: -1, MaxConnsPerIP: -1}
 	}
-	return c + extra + "\n"
+	s.ListenHTTPS, s.StateDir = addr, "state"
+	return tenant.MainFile{Server: s}
 }
 
 // server is a running `hostd serve`.
@@ -348,15 +350,15 @@ func startServer(ctx context.Context, o *Options, dir string, admission bool, cp
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	vhost := "server_name = \"bench.example\"\nroot = \"../site\"\ntls_cert = \"../cert.pem\"\ntls_key = \"../key.pem\"\n"
+	vhost := tenant.VHost{ServerName: "bench.example", Root: "../site", TLSCert: "../cert.pem", TLSKey: "../key.pem"}
 	if !admission {
-		vhost += "[limits]\nmax_concurrent = -1\n"
+		vhost.Limits.MaxConcurrent = -1
 	}
-	if err := os.WriteFile(filepath.Join(dir, "vhosts.d/b.toml"), []byte(vhost), 0o600); err != nil {
+	if err := tenant.WriteFile(filepath.Join(dir, "vhosts.d/b.toml"), &vhost); err != nil {
 		return nil, fmt.Errorf("scalability: %w", err)
 	}
 	cfg := filepath.Join(dir, "hostd.toml")
-	if err := os.WriteFile(cfg, []byte(mainConfig(addr, admission, o.admissionKeys())), 0o600); err != nil {
+	if err := tenant.WriteFile(cfg, mainConfig(addr, admission, o.admission())); err != nil {
 		return nil, fmt.Errorf("scalability: %w", err)
 	}
 	os.RemoveAll(filepath.Join(dir, "state"))

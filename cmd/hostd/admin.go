@@ -56,26 +56,27 @@ func adminFlags(name string) (*flag.FlagSet, *string) {
 	return fs, config
 }
 
-// adminClient returns the client of the server serving config, or prints
-// why there is none (prefixed with "hostd name:").
-func adminClient(name, config string, stderr io.Writer) (host.AdminClient, bool) {
-	sock, err := adminSocket(config)
-	if err != nil {
-		fmt.Fprintf(stderr, "hostd %s: %v\n", name, err)
-		return host.AdminClient{}, false
+// adminClient parses an admin command's flags and returns the client of
+// the server serving --config; when !ok the command returns code (a usage
+// error, or no server: the reason is printed, prefixed with fs's name).
+func adminClient(fs *flag.FlagSet, config *string, args []string, stdout, stderr io.Writer) (c host.AdminClient, code int, ok bool) {
+	if code, ok := parse(fs, args, stdout, stderr); !ok {
+		return c, code, false
 	}
-	return host.AdminClient{Socket: sock}, true
+	sock, err := adminSocket(*config)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		return c, exitError, false
+	}
+	return host.AdminClient{Socket: sock}, 0, true
 }
 
 func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	fs, config := adminFlags("status")
 	asJSON := fs.Bool("json", false, "print the JSON the admin listener serves at /status.json")
-	if code, ok := parse(fs, args, stdout, stderr); !ok {
-		return code
-	}
-	client, ok := adminClient("status", *config, stderr)
+	client, code, ok := adminClient(fs, config, args, stdout, stderr)
 	if !ok {
-		return exitError
+		return code
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -124,12 +125,9 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 // refused (an error in the main file: nothing changed) or no server.
 func cmdReload(args []string, stdout, stderr io.Writer) int {
 	fs, config := adminFlags("reload")
-	if code, ok := parse(fs, args, stdout, stderr); !ok {
-		return code
-	}
-	client, ok := adminClient("reload", *config, stderr)
+	client, code, ok := adminClient(fs, config, args, stdout, stderr)
 	if !ok {
-		return exitError
+		return code
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -180,12 +178,9 @@ func cmdReload(args []string, stdout, stderr io.Writer) int {
 // postrotate (signals only the server, not its CGI children).
 func cmdReopenLogs(args []string, stdout, stderr io.Writer) int {
 	fs, config := adminFlags("reopen-logs")
-	if code, ok := parse(fs, args, stdout, stderr); !ok {
-		return code
-	}
-	client, ok := adminClient("reopen-logs", *config, stderr)
+	client, code, ok := adminClient(fs, config, args, stdout, stderr)
 	if !ok {
-		return exitError
+		return code
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -199,12 +194,9 @@ func cmdReopenLogs(args []string, stdout, stderr io.Writer) int {
 func cmdTrace(args []string, stdout, stderr io.Writer) int {
 	fs, config := adminFlags("trace")
 	vhost := fs.String("vhost", "", "only this vhost's requests (its server_name)")
-	if code, ok := parse(fs, args, stdout, stderr); !ok {
-		return code
-	}
-	client, ok := adminClient("trace", *config, stderr)
+	client, code, ok := adminClient(fs, config, args, stdout, stderr)
 	if !ok {
-		return exitError
+		return code
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

@@ -156,7 +156,7 @@ func TestAdminCommands(t *testing.T) {
 	// fixed, reloaded by SIGHUP: bob is served.
 	os.WriteFile(bob, []byte("server_name = \"bob.example\"\nroot = \"../pub\"\n"), 0o644)
 	syscall.Kill(pid, syscall.SIGHUP)
-	waitFor(t, "bob served after SIGHUP", func() bool { return httpsGet(t, addr, "bob.example", "/") == 200 })
+	sandboxtest.WaitFor(t, "bob served after SIGHUP", func() bool { return httpsGet(t, addr, "bob.example", "/") == 200 })
 	code, out, _ = hostd("reload", "--config", config)
 	if code != 0 || !strings.Contains(out, "reloaded: generation 5, 2 unchanged") {
 		t.Errorf("reload: %d %q", code, out)
@@ -168,12 +168,12 @@ func TestAdminCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	syscall.Kill(pid, syscall.SIGUSR1)
-	waitFor(t, "access.log reopened", func() bool {
+	sandboxtest.WaitFor(t, "access.log reopened", func() bool {
 		_, err := os.Stat(filepath.Join(logs, "access.log"))
 		return err == nil
 	})
 	httpsGet(t, addr, "alice.example", "/after-rotate")
-	waitFor(t, "the new access.log gets the next request", func() bool {
+	sandboxtest.WaitFor(t, "the new access.log gets the next request", func() bool {
 		b, _ := os.ReadFile(filepath.Join(logs, "access.log"))
 		return strings.Contains(string(b), "/after-rotate")
 	})
@@ -192,7 +192,7 @@ func TestAdminCommands(t *testing.T) {
 		t.Errorf("access.log not reopened: %v", err)
 	}
 	httpsGet(t, addr, "alice.example", "/after-reopen")
-	waitFor(t, "the reopened access.log gets the next request", func() bool {
+	sandboxtest.WaitFor(t, "the reopened access.log gets the next request", func() bool {
 		b, _ := os.ReadFile(filepath.Join(logs, "access.log"))
 		return strings.Contains(string(b), "/after-reopen")
 	})
@@ -230,7 +230,7 @@ func TestAdminCommands(t *testing.T) {
 	}
 	syscall.Kill(pid, syscall.SIGUSR1)
 	httpsGet(t, addr, "alice.example", "/after-attack")
-	waitFor(t, "the request after the refused reopen is logged to the file already open", func() bool {
+	sandboxtest.WaitFor(t, "the request after the refused reopen is logged to the file already open", func() bool {
 		b, _ := os.ReadFile(filepath.Join(logs, "access.log.2"))
 		return strings.Contains(string(b), "/after-attack")
 	})
@@ -239,16 +239,5 @@ func TestAdminCommands(t *testing.T) {
 	}
 	if fi, err := os.Lstat(filepath.Join(logs, "access.log")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 		t.Errorf("access.log: %v %v, want the tenant's symlink left alone", fi, err)
-	}
-}
-
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

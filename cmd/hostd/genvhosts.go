@@ -7,6 +7,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+
+	"github.com/hostd/hostd/tenant"
 )
 
 // cmdGenVHosts writes a main file and N vhost files sharing one document
@@ -64,9 +67,8 @@ func genVHosts(dir string, n int, listen, admin string, o genOptions) error {
 	if err := os.WriteFile(filepath.Join(dir, "www", "index.html"), body, 0o644); err != nil {
 		return err
 	}
-	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
-	main := fmt.Sprintf("[server]\nlisten_https = %s\nvhosts = \"vhosts.d/*.toml\"\naccess_log = \"\"\nadmin_listen = %s\n", q(listen), q(admin))
-	if err := os.WriteFile(filepath.Join(dir, "hostd.toml"), []byte(main), 0o644); err != nil {
+	main := tenant.MainFile{Server: tenant.Server{ListenHTTPS: listen, VHosts: "vhosts.d/*.toml", AdminListen: admin}}
+	if err := tenant.WriteFile(filepath.Join(dir, "hostd.toml"), main); err != nil {
 		return err
 	}
 	if fi, err := os.Stat(dir); err != nil {
@@ -78,12 +80,9 @@ func genVHosts(dir string, n int, listen, admin string, o genOptions) error {
 	}
 	for i := range n {
 		name := fmt.Sprintf("v%05d", i)
-		vf := fmt.Sprintf("server_name = \"%s.test\"\naliases = [\"www.%s.test\"]\nroot = \"../www\"\n", name, name)
+		vf := tenant.VHost{ServerName: name + ".test", Aliases: []string{"www." + name + ".test"}, Root: "../www", Sandbox: o.sandbox}
 		if o.uidBase > 0 {
-			vf += fmt.Sprintf("user = \"%d\"\n", o.uidBase+i)
-		}
-		if o.sandbox != "" {
-			vf += fmt.Sprintf("sandbox = %q\n", o.sandbox)
+			vf.User = strconv.Itoa(o.uidBase + i)
 		}
 		if o.hooks {
 			hook, src := name+".lua", "r.headers_out[\"Content-Type\"] = \"text/plain\"\nr:write(\"hello from "+name+"\\n\")\n"
@@ -93,9 +92,9 @@ func genVHosts(dir string, n int, listen, admin string, o genOptions) error {
 			if err := os.WriteFile(filepath.Join(dir, "hooks", hook), []byte(src), 0o644); err != nil {
 				return err
 			}
-			vf += fmt.Sprintf("\n[[hooks]]\nphase = \"content\"\nfile = \"../hooks/%s\"\npath = \"/hook\"\n", hook)
+			vf.Hooks = []tenant.Hook{{Phase: "content", File: "../hooks/" + hook, Path: "/hook"}}
 		}
-		if err := os.WriteFile(filepath.Join(dir, "vhosts.d", name+".toml"), []byte(vf), 0o644); err != nil {
+		if err := tenant.WriteFile(filepath.Join(dir, "vhosts.d", name+".toml"), &vf); err != nil {
 			return err
 		}
 	}

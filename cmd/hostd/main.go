@@ -9,21 +9,15 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime"
 	"syscall"
 
 	"github.com/hostd/hostd/host"
 	"github.com/hostd/hostd/host/logtext"
 	"github.com/hostd/hostd/sandbox"
+	// The bounding-set constructor and the main thread's lock.
+	_ "github.com/hostd/hostd/sandbox/bootstrap"
 	"github.com/hostd/hostd/tenant"
 )
-
-func init() {
-	// Keep the main goroutine on the main thread for good, so no tenant
-	// worker ever runs on it: /proc/PID/status shows the main thread's
-	// identity, and it must always be the server's.
-	runtime.LockOSThread()
-}
 
 const usage = `usage: hostd <command> [flags]   (hostd <command> --help: its flags)
 

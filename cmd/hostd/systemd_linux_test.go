@@ -207,7 +207,7 @@ func TestServeUnderUnitCapabilities(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("the CGI request took %s: not killed at cgi_timeout", d)
 	}
-	waitFor(t, "the CGI script's sleep is gone", func() bool {
+	sandboxtest.WaitFor(t, "the CGI script's sleep is gone", func() bool {
 		out, _ := exec.Command("pgrep", "-u", "31002", "-f", "sleep 30").Output()
 		return len(bytes.TrimSpace(out)) == 0
 	})

@@ -36,11 +36,6 @@ var (
 	bob   = sandbox.Identity{UID: bobUID, GID: bobUID}
 )
 
-func requireRoot(t testing.TB) {
-	t.Helper()
-	sandboxtest.RequireRoot(t)
-}
-
 // syncBuffer is a bytes.Buffer safe for concurrent use (log sinks).
 type syncBuffer struct {
 	mu sync.Mutex
@@ -197,7 +192,7 @@ func get(t testing.TB, c *http.Client, req *http.Request) (*http.Response, strin
 const hdrText = `printf 'Content-Type: text/plain\n\n'` + "\n"
 
 func TestServe(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	t.Setenv("HOSTD_TEST_SECRET", "server-env-must-not-leak")
 	v := newVhost(t, aliceUID)
 	bobSecret := v.file(filepath.Join(v.base, "bob-secret"), "bob's secret\n", bobUID, 0o600)
@@ -363,7 +358,7 @@ func isSized(r io.Reader) bool {
 }
 
 func TestSuEXECRefusals(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	v := newVhost(t, aliceUID)
 	outside := filepath.Join(v.base, "outside")
 	v.mkdir(outside, aliceUID, 0o755)
@@ -438,7 +433,7 @@ func TestSuEXECRefusals(t *testing.T) {
 }
 
 func TestModeNone(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	v := newVhost(t, 0)
 	v.script("id.cgi", hdrText+"id -u\ngrep -E '^(NoNewPrivs|CapEff)' /proc/self/status\n", 0)
 	// Owned by another uid and group-writable: no suEXEC checks in mode none.
@@ -498,7 +493,7 @@ func readPid(t *testing.T, p string) int {
 }
 
 func TestTimeout(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	v := newVhost(t, aliceUID)
 	run := filepath.Join(v.base, "run")
 	v.mkdir(run, aliceUID, 0o755)
@@ -565,7 +560,7 @@ func TestTimeout(t *testing.T) {
 }
 
 func TestLeftoverProcessesKilled(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	v := newVhost(t, aliceUID)
 	run := filepath.Join(v.base, "run")
 	v.mkdir(run, aliceUID, 0o755)
@@ -586,7 +581,7 @@ func TestLeftoverProcessesKilled(t *testing.T) {
 }
 
 func TestNoLeakedFDs(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	v := newVhost(t, aliceUID)
 	v.script("fds.cgi", hdrText+"exec /usr/bin/find /proc/self/fd/ -mindepth 1 -maxdepth 1 -printf '%f %l\\n'\n", aliceUID)
 	secret := v.file(filepath.Join(v.base, "held"), "held open\n", 0, 0o600)
@@ -630,7 +625,7 @@ func TestNoLeakedFDs(t *testing.T) {
 }
 
 func TestPHP(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	const phpCGI = "/usr/bin/php-cgi"
 	if _, err := os.Stat(phpCGI); err != nil {
 		sandboxtest.Skipf(t, "php-cgi not installed (Debian package php-cgi)")
@@ -651,7 +646,7 @@ func TestPHP(t *testing.T) {
 }
 
 func TestLocalRedirectLoop(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	v := newVhost(t, aliceUID)
 	v.script("loop.cgi", "printf 'Location: /cgi/loop.cgi\\n\\n'\n", aliceUID)
 	srv, c := serve(t, v.config(newSpawner(t), &alice))
@@ -836,7 +831,7 @@ func TestLineWriter(t *testing.T) {
 }
 
 func BenchmarkServeHello(b *testing.B) {
-	requireRoot(b)
+	sandboxtest.RequireRoot(b)
 	v := newVhost(b, aliceUID)
 	v.script("hello.cgi", hdrText+"echo hello\n", aliceUID)
 	sp := newSpawner(b)
@@ -864,7 +859,7 @@ func BenchmarkServeHello(b *testing.B) {
 }
 
 func TestPlainHTTPAndHTTP2(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	v := newVhost(t, aliceUID)
 	v.script("env.cgi", hdrText+"env\n", aliceUID)
 	sp := newSpawner(t)
@@ -895,7 +890,7 @@ func TestPlainHTTPAndHTTP2(t *testing.T) {
 }
 
 func TestStderrToLogger(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	v := newVhost(t, aliceUID)
 	v.script("err.cgi", hdrText+"echo visible-in-log >&2\necho ok\n", aliceUID)
 	cfg := v.config(newSpawner(t), &alice)
@@ -913,7 +908,7 @@ func TestStderrToLogger(t *testing.T) {
 // TestStreaming checks that output reaches the client while the script runs:
 // the script only finishes after the client has seen its first line.
 func TestStreaming(t *testing.T) {
-	requireRoot(t)
+	sandboxtest.RequireRoot(t)
 	v := newVhost(t, aliceUID)
 	run := filepath.Join(v.base, "run")
 	v.mkdir(run, aliceUID, 0o755)

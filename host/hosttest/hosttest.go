@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hostd/hostd/host"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 	"github.com/hostd/hostd/tenant"
 )
 
@@ -43,7 +45,27 @@ func Write(t testing.TB, dir string, files Files) {
 	}
 }
 
-// MainConfig is a main file listening on ephemeral loopback ports.
+// Main is the main file of Start: listening on ephemeral loopback ports,
+// the access log in logs/access.log. Tests that set [server] keys change
+// a copy and write it with TOML.
+func Main() tenant.MainFile {
+	return tenant.MainFile{Server: tenant.Server{ListenHTTPS: "127.0.0.1:0", ListenHTTP: "127.0.0.1:0",
+		VHosts: "vhosts.d/*.toml", AccessLog: "logs/access.log", ShutdownTimeout: tenant.Duration(5 * time.Second)}}
+}
+
+// TOML returns v, a tenant.MainFile or tenant.VHost, as a file for Files
+// (tenant.Encode).
+func TOML(t testing.TB, v any) string {
+	t.Helper()
+	var b strings.Builder
+	if err := tenant.Encode(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// MainConfig is Main as text, for tests that append [server] keys to it
+// (a test checks it is what TOML(t, Main()) writes).
 const MainConfig = `[server]
 listen_https = "127.0.0.1:0"
 listen_http = "127.0.0.1:0"
@@ -65,13 +87,13 @@ type Server struct {
 	conns []net.Conn // the test clients' connections, closed before the server stops
 }
 
-// Start writes files into a new temp dir (adding MainConfig as hostd.toml
+// Start writes files into a new temp dir (adding Main as hostd.toml
 // unless files has one), loads it and serves it until the test ends.
 func Start(t testing.TB, files Files) *Server {
 	t.Helper()
 	dir := t.TempDir()
 	if _, ok := files["hostd.toml"]; !ok {
-		files["hostd.toml"] = MainConfig
+		files["hostd.toml"] = TOML(t, Main())
 	}
 	Write(t, dir, files)
 	return StartDir(t, dir)
@@ -104,6 +126,15 @@ func StartDir(t testing.TB, dir string) *Server {
 		}
 	})
 	return s
+}
+
+// WaitActive waits until vhost (a server_name) has n requests in progress,
+// such as slow requests the test started in goroutines.
+func (s *Server) WaitActive(t testing.TB, vhost string, n int64) {
+	t.Helper()
+	sandboxtest.WaitFor(t, fmt.Sprintf("%d requests in progress on %s", n, vhost), func() bool {
+		return s.Status().VHosts[vhost].Active >= n
+	})
 }
 
 // Stop shuts the server down and returns Serve's error. It is idempotent.

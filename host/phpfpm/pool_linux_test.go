@@ -94,25 +94,14 @@ func serve(t *testing.T, p *Pool, path string) *httptest.ResponseRecorder {
 
 func alive(pgid int) bool { return syscall.Kill(-pgid, 0) == nil }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func TestPoolStopsWhenIdleAndStartsAgain(t *testing.T) {
 	p, _ := testPool(t, func(c *Config) { c.PoolIdle = 200 * time.Millisecond })
 	if w := serve(t, p, "/hello.php"); w.Code != 200 || w.Body.String() != "Hello, world!\n" {
 		t.Fatalf("hello: %d %q", w.Code, w.Body)
 	}
 	pid := p.Stats().PID
-	waitUntil(t, "the idle pool to stop", func() bool { return p.Stats().State == StateIdle })
-	waitUntil(t, "its processes to go", func() bool { return !alive(pid) })
+	sandboxtest.WaitFor(t, "the idle pool to stop", func() bool { return p.Stats().State == StateIdle })
+	sandboxtest.WaitFor(t, "its processes to go", func() bool { return !alive(pid) })
 	if _, err := os.Stat(p.sock); !os.IsNotExist(err) {
 		t.Errorf("socket of a stopped pool: %v", err)
 	}
@@ -176,7 +165,7 @@ func TestPoolLogReachesTheErrorLog(t *testing.T) {
 	if err := syscall.Kill(worker, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "php-fpm's warning in the error log", func() bool {
+	sandboxtest.WaitFor(t, "php-fpm's warning in the error log", func() bool {
 		return strings.Contains(errLog.String(), "php-fpm: ") && strings.Contains(errLog.String(), "SIGKILL")
 	})
 	if w := serve(t, p, "/hello.php"); w.Code != 200 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"time"
 )
 
 // RequireEnv names the environment variable that turns every skip of
@@ -48,4 +49,22 @@ func LookPath(t TB, name, pkg string) string {
 		Skipf(t, "%s not installed (Debian package %s; make deps installs it)", name, pkg)
 	}
 	return p
+}
+
+// WaitTimeout is how long WaitFor polls: generous, for loaded CI machines.
+const WaitTimeout = 15 * time.Second
+
+// WaitFor polls cond every few milliseconds until it holds, and fails the
+// test naming what it waited for when WaitTimeout passes first. Tests wait
+// with it for something to happen instead of sleeping a guessed time.
+func WaitFor(t TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(WaitTimeout)
+	for pause := time.Millisecond; !cond(); pause = min(2*pause, 20*time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out after " + WaitTimeout.String() + " waiting for " + what)
+			return
+		}
+		time.Sleep(pause)
+	}
 }

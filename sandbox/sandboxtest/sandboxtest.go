@@ -1,7 +1,8 @@
 // Package sandboxtest helps hostd's tests: test directories that lie where
 // sandbox's rules (sandbox.LogPolicy) accept a log file, and the one way a
 // test skips for want of root, a program or a kernel feature - a skip that
-// CI (HOSTD_REQUIRE_ROOT=1) turns into a failure.
+// CI (HOSTD_REQUIRE_ROOT=1) turns into a failure - and the one way a test
+// waits for something to happen (WaitFor).
 package sandboxtest
 
 import "os"

@@ -15,14 +15,6 @@ import (
 	"github.com/hostd/hostd/scripting"
 )
 
-// Defaults for a zero Config.
-const (
-	DefaultTimeout  = scripting.DefaultTimeout
-	DefaultMaxInput = scripting.DefaultMaxInput
-	DefaultMaxMem   = scripting.DefaultMaxMemory
-	DefaultMaxVMs   = scripting.DefaultMaxVMs
-)
-
 // Engine runs Lua hooks for one tenant. It implements scripting.Engine and
 // is safe for concurrent use; each Run takes a VM from the engine's VMs
 // (its own, at most Config.MaxVMs idle ones, or a Pool shared with other
@@ -64,10 +56,10 @@ type Pool struct {
 }
 
 // NewPool returns a pool keeping at most maxIdle idle VMs (default
-// DefaultMaxVMs); more are made while more runs are in progress.
+// scripting.DefaultMaxVMs); more are made while more runs are in progress.
 func NewPool(maxIdle int) *Pool {
 	if maxIdle <= 0 {
-		maxIdle = DefaultMaxVMs
+		maxIdle = scripting.DefaultMaxVMs
 	}
 	return &Pool{vms: scripting.NewVMPool(maxIdle, (*vm).close)}
 }

@@ -24,13 +24,8 @@ import (
 	"github.com/hostd/hostd/scripting"
 )
 
-// Defaults for a zero Config, and when a VM is recycled.
+// Limits of one VM's life and of what it keeps.
 const (
-	DefaultTimeout  = scripting.DefaultTimeout
-	DefaultMaxInput = scripting.DefaultMaxInput
-	DefaultMaxMem   = scripting.DefaultMaxMemory
-	DefaultMaxVMs   = scripting.DefaultMaxVMs
-
 	// A VM is closed and replaced after maxRuns runs, or once runs have
 	// interned maxNewSyms symbols (mruby never frees symbols).
 	maxRuns    = 10000
@@ -132,10 +127,10 @@ type Pool struct {
 }
 
 // NewPool returns a pool keeping at most maxIdle idle VMs (default
-// DefaultMaxVMs); more are made while more runs are in progress.
+// scripting.DefaultMaxVMs); more are made while more runs are in progress.
 func NewPool(maxIdle int) *Pool {
 	if maxIdle <= 0 {
-		maxIdle = DefaultMaxVMs
+		maxIdle = scripting.DefaultMaxVMs
 	}
 	return &Pool{vms: scripting.NewVMPool(maxIdle, (*vm).close)}
 }

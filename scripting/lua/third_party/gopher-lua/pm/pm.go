@@ -596,6 +596,15 @@ redo:
 		if idx >= m.CaptureLength()-1 {
 			panic(newError(_UNKNOWN, "invalid capture index"))
 		}
+		if m.IsPosCapture(idx) {
+			// hostd: a position capture has no text (Lua 5.1 finds no
+			// match); slicing by it went past the subject.
+			return false, sp, m
+		}
+		if m.Capture(idx) > m.Capture(idx+1) || m.Capture(idx+1) > len(src) {
+			// hostd: an unfinished capture, e.g. "(a%1)".
+			panic(newError(_UNKNOWN, "invalid capture index"))
+		}
 		capture := src[m.Capture(idx):m.Capture(idx+1)]
 		for i := 0; i < len(capture); i++ {
 			if i+sp >= len(src) || capture[i] != src[i+sp] {
