@@ -1,32 +1,35 @@
 package lua
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
-	"github.com/yuin/gopher-lua/pm"
+	glua "github.com/yuin/gopher-lua"
 )
 
 // Bounds of FuzzLuaPattern's inputs. Lua patterns backtrack, polynomially
-// in the subject with the number of quantifiers, and gopher-lua's matcher
-// is not interruptible (a hook's script_timeout is checked between VM
-// instructions): small inputs with at most a few quantifiers keep each
-// run short, and the fuzzer then looks for crashes and wrong matches,
-// not for slow patterns.
+// in the subject with the number of quantifiers; the matcher checks the
+// run's deadline every stepsPerCheck steps (TestHostileHooks proves a slow
+// pattern is stopped), so small inputs with a few quantifiers keep each
+// fuzz run short and the fuzzer looks for crashes and wrong matches.
 const (
 	fuzzMaxPattern     = 24
 	fuzzMaxSubject     = 96
 	fuzzMaxQuantifiers = 3
 )
 
-// FuzzLuaPattern runs the Lua pattern matcher behind string.find, match,
-// gmatch and gsub (gopher-lua's pm package, vendored) on arbitrary
-// patterns and subjects. It may refuse a pattern (a *pm.Error, which Lua
-// raises as an error), never panic otherwise; every match and capture lies
-// inside the subject, in order, and a pattern without magic characters
-// matches where bytes.Index finds it.
+// FuzzLuaPattern runs hostd's Lua 5.1 pattern matcher (strlib.go, behind
+// the string.find, match, gmatch and gsub tenants call; gopher-lua's own pm
+// package is not reachable from a hook) on arbitrary patterns and
+// subjects. A malformed pattern is a Lua error, never a Go panic; a match
+// lies inside the subject at or after init, its captures inside the match
+// (position captures in 1..len+1); a pattern without magic characters
+// matches where strings.Index finds it.
 func FuzzLuaPattern(f *testing.F) {
+	v := newVM()
+	defer v.close()
+	L := v.L
+	find := L.NewFunction(v.strFind)
 	for _, seed := range []struct{ pat, subj string }{
 		{"hello", "say hello world"},
 		{"^(%w+)=(%w+)$", "key=value"},
@@ -51,45 +54,52 @@ func FuzzLuaPattern(f *testing.F) {
 			return
 		}
 		offset = max(0, min(offset, len(subj)))
-		src := []byte(subj)
-		mds, err := pm.Find(pat, src, offset, -1)
+		top := L.GetTop()
+		defer L.SetTop(top)
+		// string.find(subj, pat, init) with init 1-based.
+		err := L.CallByParam(glua.P{Fn: find, NRet: glua.MultRet, Protect: true},
+			glua.LString(subj), glua.LString(pat), glua.LNumber(offset+1))
 		if err != nil {
-			if _, ok := err.(*pm.Error); !ok {
-				t.Fatalf("error %T %v", err, err)
+			if _, ok := err.(*glua.ApiError); !ok {
+				t.Fatalf("find(%q, %q): error %T %v", subj, pat, err, err)
 			}
 			return
 		}
-		prevEnd := offset
-		for _, md := range mds {
-			if md.CaptureLength() < 2 {
-				t.Fatalf("match with %d positions", md.CaptureLength())
+		ret := make([]glua.LValue, 0, L.GetTop()-top)
+		for i := top + 1; i <= L.GetTop(); i++ {
+			ret = append(ret, L.Get(i))
+		}
+		if len(ret) == 1 && ret[0] == glua.LNil {
+			if pat != "" && !strings.ContainsAny(pat, specials) && strings.Contains(subj[offset:], pat) {
+				t.Fatalf("literal %q not found in %q after %d", pat, subj, offset)
 			}
-			start, end := md.Capture(0), md.Capture(1)
-			if start < prevEnd && start != end || start > end || end > len(src) {
-				t.Fatalf("match [%d,%d) of %q in %q after %d", start, end, pat, subj, prevEnd)
-			}
-			prevEnd = end
-			for i := 2; i+1 < md.CaptureLength(); i += 2 {
-				s, e := md.Capture(i), md.Capture(i+1)
-				if md.IsPosCapture(i) { // 1-based, as Lua returns it
-					if s < 1 || s > len(src)+1 {
-						t.Fatalf("position capture %d outside 1..%d", s, len(src)+1)
-					}
-					continue
+			return
+		}
+		if len(ret) < 2 {
+			t.Fatalf("find(%q, %q) returned %v", subj, pat, ret)
+		}
+		start, ok1 := ret[0].(glua.LNumber)
+		end, ok2 := ret[1].(glua.LNumber)
+		if !ok1 || !ok2 || int(start) < offset+1 || int(end) < int(start)-1 || int(end) > len(subj) {
+			t.Fatalf("find(%q, %q, %d) = %v", subj, pat, offset+1, ret)
+		}
+		for _, c := range ret[2:] {
+			switch c := c.(type) {
+			case glua.LNumber: // position capture
+				if int(c) < 1 || int(c) > len(subj)+1 {
+					t.Fatalf("position capture %v outside 1..%d", c, len(subj)+1)
 				}
-				if s > e || s < start || e > end {
-					t.Fatalf("capture [%d,%d) outside match [%d,%d)", s, e, start, end)
+			case glua.LString:
+				if len(c) > int(end)-int(start)+1 || !strings.Contains(subj[int(start)-1:int(end)], string(c)) {
+					t.Fatalf("capture %q outside match [%v,%v] of %q", string(c), start, end, subj)
 				}
+			default:
+				t.Fatalf("capture of type %T", c)
 			}
 		}
-		if pat != "" && !strings.ContainsAny(pat, "^$*+?.([%-") {
-			want := bytes.Index(src[offset:], []byte(pat))
-			if want < 0 {
-				if len(mds) != 0 {
-					t.Fatalf("literal %q matched in %q", pat, subj)
-				}
-			} else if len(mds) == 0 || mds[0].Capture(0) != offset+want || mds[0].Capture(1) != offset+want+len(pat) {
-				t.Fatalf("literal %q in %q: want first match at %d", pat, subj, offset+want)
+		if pat != "" && !strings.ContainsAny(pat, specials) {
+			if want := strings.Index(subj[offset:], pat); int(start) != offset+want+1 {
+				t.Fatalf("literal %q in %q: found at %v, want %d", pat, subj, start, offset+want+1)
 			}
 		}
 	})
