@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/hostd/hostd/host/admission"
 )
 
 // TestCPUGate: a tenant alone may use every CPU; while another tenant
@@ -89,7 +91,7 @@ func TestClientKey(t *testing.T) {
 		"2001:db8:1:2:ffff:ffff::9": "2001:db8:1:2::",
 		"2001:db8:1:3::1":           "2001:db8:1:3::",
 	} {
-		if got := clientKey(mustAddr(t, in)).String(); got != want {
+		if got := admission.ClientKey(mustAddr(t, in)).String(); got != want {
 			t.Errorf("clientKey(%s) = %s, want %s", in, got, want)
 		}
 	}
