@@ -98,6 +98,16 @@ func (a *accessLog) log(r *http.Request, vhost string, rec *recorder, start time
 	a.mu.Unlock()
 }
 
+// logAccess is the outermost stage: the server's access log line of
+// every request the listeners route, written when the response is done.
+// Deferred: an aborted response (a re-raised http.ErrAbortHandler) is
+// logged too, then the panic goes on to the transport.
+func (s *Server) logAccess(x *exchange, next func(*exchange)) {
+	r := x.r // as the client sent it, not as hooks rewrote it
+	defer func() { s.access.log(r, x.name, &x.rec, x.start) }()
+	next(x)
+}
+
 func orDash(s string) string {
 	if s == "" {
 		return "-"

@@ -76,7 +76,7 @@ func (s *Server) newACMEManager(cfg *tenant.Config) (*autocert.Manager, error) {
 }
 
 // setupACME makes the ACME manager when cfg first needs one and enables
-// the TLS-ALPN-01 protocol. New (through initOps) and Reload call it.
+// the TLS-ALPN-01 protocol. apply (start-up and Reload) calls it.
 func (s *Server) setupACME(cfg *tenant.Config) error {
 	if s.ops.acme.Load() != nil || !usesACME(cfg) {
 		return nil

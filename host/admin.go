@@ -59,7 +59,7 @@ func (s *Server) initOps(cfg *tenant.Config) error {
 	s.ops.trace.euid = os.Geteuid()
 	s.ops.metricsOn = cfg.Server.AdminListen != ""
 	s.access.json = cfg.Server.LogFormat == "json"
-	return s.setupACME(cfg)
+	return nil
 }
 
 // listenOps binds the admin socket (state_dir/admin.sock, 0600) and the
@@ -344,7 +344,7 @@ func (s *Server) Status() Status {
 		Handshakes: s.HandshakeStats(),
 		Reloads:    ReloadStats{Failed: s.ops.reloadFailures.Load(), Partial: s.ops.reloadPartial.Load()},
 		Requests: ServerRequests{UnknownHost: s.stats.unknownHostHTTPS.Load() + s.stats.unknownHostHTTP.Load(),
-			Misdirected: s.stats.misdirected.Load(), ConnsRefusedPerIP: s.stats.refusedPerIP.Load()},
+			Misdirected: s.stats.misdirected.Load(), ConnsRefusedPerIP: s.stats.admission.RefusedPerIP.Load()},
 		VHosts: make(map[string]VHostStatus, len(rt.all)),
 	}
 	if len(rt.problems) > 0 {

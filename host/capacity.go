@@ -15,25 +15,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hostd/hostd/host/admission"
 )
 
 // Capacity that a client cannot pin: a write timeout that is reset by
 // every write that makes progress, a per-client share of each vhost, and
 // a server-wide budget of the OS threads the switching modes hold.
-
-// clientKey is the key per-client limits count by: the IPv4 address, or
-// the /64 prefix of an IPv6 address (one subscriber's usual allocation,
-// so that rotating through its addresses gains nothing).
-func clientKey(a netip.Addr) netip.Addr {
-	a = a.Unmap()
-	if a.Is6() {
-		p, err := a.Prefix(64)
-		if err == nil {
-			return p.Addr()
-		}
-	}
-	return a
-}
 
 // remoteClient returns the client key of a request.
 func remoteClient(r *http.Request) netip.Addr {
@@ -41,7 +29,7 @@ func remoteClient(r *http.Request) netip.Addr {
 	if err != nil {
 		return netip.Addr{}
 	}
-	return clientKey(ap.Addr())
+	return admission.ClientKey(ap.Addr())
 }
 
 // progressListener wraps accepted connections in progressConn.

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/hostd/hostd/host/internal/statefile"
 )
 
 // loadOrCreateCert returns the key pair in certFile/keyFile, generating a
@@ -58,10 +60,10 @@ func loadOrCreateCert(certFile, keyFile string, names []string) (*tls.Certificat
 	if err != nil {
 		return nil, fmt.Errorf("marshal key: %w", err)
 	}
-	if err := writeFileAtomic(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+	if err := statefile.WriteAtomic(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+	if err := statefile.WriteAtomic(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
 		return nil, err
 	}
 	c, err := tls.LoadX509KeyPair(certFile, keyFile)
@@ -69,29 +71,4 @@ func loadOrCreateCert(certFile, keyFile string, names []string) (*tls.Certificat
 		return nil, fmt.Errorf("reload generated pair: %w", err)
 	}
 	return &c, nil
-}
-
-// writeFileAtomic writes data to a temporary file beside name and renames
-// it into place, so a crash never leaves a half-written key.
-func writeFileAtomic(name string, data []byte, perm os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(name), ".tmp-"+filepath.Base(name))
-	if err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := os.Rename(tmp.Name(), name); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	return nil
 }

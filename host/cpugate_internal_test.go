@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostd/hostd/host/admission"
 	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
@@ -80,7 +81,7 @@ func TestClientKey(t *testing.T) {
 		"2001:db8:1:2:ffff:ffff::9": "2001:db8:1:2::",
 		"2001:db8:1:3::1":           "2001:db8:1:3::",
 	} {
-		if got := clientKey(mustAddr(t, in)).String(); got != want {
+		if got := admission.ClientKey(mustAddr(t, in)).String(); got != want {
 			t.Errorf("clientKey(%s) = %s, want %s", in, got, want)
 		}
 	}

@@ -37,9 +37,6 @@ var fileOps = map[string][]string{
 // tenant's, each with the reason.
 var allowedFileOps = map[string]string{
 	"host/reload.go os.ReadFile":           "tls_cert, an operator-configured certificate, to see whether it changed",
-	"host/tickets.go os.MkdirAll":          "state_dir for the session ticket keys",
-	"host/tickets.go os.ReadFile":          "state_dir/ticket.keys",
-	"host/tickets_linux.go os.OpenFile":    "state_dir/ticket.keys (0600)",
 	"host/metrics.go os.ReadFile":          "/proc/self/status of the server",
 	"host/acme.go os.ReadFile":             "acme_ca_root, an operator-configured PEM file",
 	"host/acme.go os.MkdirAll":             "state_dir/acme, the certificate cache",
@@ -47,9 +44,6 @@ var allowedFileOps = map[string]string{
 	"host/admin.go os.Remove":              "a stale admin socket in state_dir",
 	"host/admin.go os.Chmod":               "the admin socket in state_dir (0600)",
 	"host/certs.go os.MkdirAll":            "state_dir/certs for generated certificates",
-	"host/certs.go os.Remove":              "a temporary file in state_dir/certs",
-	"host/certs.go os.Rename":              "a generated certificate into state_dir/certs",
-	"host/certs.go os.CreateTemp":          "a generated certificate in state_dir/certs",
 	"host/ocsp.go os.ReadFile":             "the OCSP staple cache in state_dir/ocsp",
 	"host/ocsp.go os.MkdirAll":             "state_dir/ocsp",
 	"host/phpfpm/pool.go os.MkdirAll":      "state_dir/php-fpm, the server's own directory for the pools' sockets and files",
@@ -64,6 +58,13 @@ var allowedFileOps = map[string]string{
 	"host/guard.go os.OpenFile":            "state_dir/session.keys and state_dir/admin.token (O_NOFOLLOW, 0600)",
 	"host/guard.go os.MkdirAll":            "state_dir for the session keys and the admin token",
 	"host/guard.go os.ReadFile":            "[sessions] password_file, an operator-configured secret in the main file",
+	// The server's files in state_dir, by the packages that keep them.
+	"host/tickets/tickets.go os.MkdirAll":                "state_dir for the session ticket keys",
+	"host/tickets/tickets.go os.ReadFile":                "state_dir/ticket.keys",
+	"host/tickets/tickets_linux.go os.OpenFile":          "state_dir/ticket.keys (0600)",
+	"host/internal/statefile/statefile.go os.Remove":     "a temporary file beside a file of state_dir",
+	"host/internal/statefile/statefile.go os.Rename":     "a server file (certificate, key, token, staple) into state_dir",
+	"host/internal/statefile/statefile.go os.CreateTemp": "a server file in state_dir, before its rename",
 	// hostd hook run (a CLI, not the server): the vhost file named on its
 	// command line, and a private temporary main file around it.
 	"host/hookrun/run.go os.OpenFile":  "the --vhost-config file, O_NOFOLLOW: its owner decides whether root may take its user",

@@ -18,7 +18,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hostd/hostd/host/internal/statefile"
 	"github.com/hostd/hostd/host/session"
+	"github.com/hostd/hostd/host/tickets"
 	"github.com/hostd/hostd/tenant"
 )
 
@@ -27,7 +29,7 @@ import (
 // token, log redaction, the thread budget, the CPU gate and the
 // per-client limits. Its fields are safe for concurrent use.
 type guardState struct {
-	sessKeys *ticketKeys      // state_dir/session.keys, rotated like the ticket keys
+	sessKeys *tickets.Keys    // state_dir/session.keys, rotated like the ticket keys
 	sessRing *session.Keyring // what the vhosts' session managers seal with
 
 	adminToken string    // bearer token of admin_listen ("" when it is off)
@@ -51,8 +53,8 @@ func (s *Server) initGuard(cfg *tenant.Config) error {
 	if file == "" { // a Config not made by tenant.Load
 		file = filepath.Join(cfg.StateDir, "session.keys")
 	}
-	g.sessKeys = newTicketKeys(file, sc.SessionKeyRotation.Std(), s.logger)
-	keys, _, err := g.sessKeys.sync(time.Now())
+	g.sessKeys = tickets.New(file, sc.SessionKeyRotation.Std(), s.logger)
+	keys, _, err := g.sessKeys.Sync(time.Now())
 	if err != nil {
 		return fmt.Errorf("session keys: %w", err)
 	}
@@ -74,7 +76,7 @@ func (s *Server) initGuard(cfg *tenant.Config) error {
 
 // runGuard rotates the session secrets until ctx is done.
 func (s *Server) runGuard(ctx context.Context) {
-	s.guard.sessKeys.watch(ctx, s.guard.sessRing.Set)
+	s.guard.sessKeys.Watch(ctx, s.guard.sessRing.Set)
 }
 
 // AdminToken returns the bearer token admin_listen requires ("" when
@@ -93,7 +95,7 @@ func loadOrCreateToken(file string) (string, error) {
 		var b [32]byte
 		rand.Read(b[:])
 		tok := hex.EncodeToString(b[:])
-		if err := writeFileAtomic(file, []byte(tok+"\n"), 0o600); err != nil {
+		if err := statefile.WriteAtomic(file, []byte(tok+"\n"), 0o600); err != nil {
 			return "", err
 		}
 		return tok, nil

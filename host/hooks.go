@@ -19,6 +19,39 @@ type hook struct {
 	engine scripting.Engine
 }
 
+// runHooks is the stage that runs the vhost's hooks on the tenant's
+// identity: the rewrite, access and content phases, in order, each until
+// a hook ends the request. The session is saved before the handlers after
+// it send the headers; a path a rewrite hook changed is handed to them as
+// a copy of the request (the stages before keep the client's). Without
+// hooks the stage only calls next.
+func runHooks(x *exchange, next func(*exchange)) {
+	v, r := x.v, x.r
+	if len(v.cfg.Hooks) == 0 {
+		next(x)
+		return
+	}
+	ctx := r.Context()
+	hr := newHookRequest(v, x.w, r)
+	x.hr = hr
+	for _, p := range []scripting.Phase{scripting.PhaseRewrite, scripting.PhaseAccess, scripting.PhaseContent} {
+		if v.runPhase(ctx, p, hr) {
+			v.endSession(hr)
+			return
+		}
+	}
+	if !v.flushSession(hr) {
+		return
+	}
+	if hr.path != r.URL.Path || hr.query != r.URL.RawQuery {
+		r2 := new(http.Request)
+		*r2 = *r
+		r2.URL = hr.url()
+		x.r = r2
+	}
+	next(x)
+}
+
 // buildHooks groups a vhost's hooks by phase, in file order.
 func (v *vhost) buildHooks() error {
 	for _, hc := range v.cfg.Hooks {
@@ -60,7 +93,7 @@ func (v *vhost) runPhase(ctx context.Context, phase scripting.Phase, hr *hookReq
 			v.finish(hr, res.Status)
 			return true
 		}
-		if phase == scripting.PhaseContent && hr.wrote {
+		if phase == scripting.PhaseContent && !hr.resp.open() {
 			return true
 		}
 	}
@@ -70,7 +103,7 @@ func (v *vhost) runPhase(ctx context.Context, phase scripting.Phase, hr *hookReq
 // finish ends a request a hook decided with status, sending a short body
 // when the hook wrote none.
 func (v *vhost) finish(hr *hookRequest, status int) {
-	if hr.finished || hr.wrote || !v.flushSession(hr) {
+	if !hr.resp.open() || !v.flushSession(hr) {
 		return
 	}
 	switch {
@@ -79,8 +112,7 @@ func (v *vhost) finish(hr *hookRequest, status int) {
 	case status >= 200 && status < 300:
 		hr.sendHeader(status)
 	default:
-		hr.wrote, hr.status = true, status
-		httpError(hr.w, status, "the request was refused")
+		hr.resp.sendError(status, "the request was refused")
 	}
 }
 
@@ -112,11 +144,7 @@ func (v *vhost) hookFailed(hr *hookRequest, hk *hook, err error) {
 	hr.dropSession() // a failed hook's session changes are dropped
 	v.ops.hookFailed(err)
 	hr.Logger().Error("hook failed", "phase", hk.phase.String(), "script", hk.cfg.File, "err", err)
-	if hr.finished || hr.wrote {
-		return
-	}
-	hr.wrote, hr.status = true, status
-	httpError(hr.w, status, msg)
+	hr.resp.sendError(status, msg) // unless something was sent
 }
 
 // runLogPhase runs the log hooks after the response was sent, on the
@@ -126,10 +154,7 @@ func (v *vhost) runLogPhase(hr *hookRequest, status int) {
 	if len(v.hooks[scripting.PhaseLog]) == 0 {
 		return
 	}
-	hr.finished = true
-	hr.status = status
-	hr.headersOut = hr.w.Header().Clone()
-	hr.w = nil
+	hr.resp.finish(status)
 	run := func() {
 		defer v.logWG.Done()
 		err := v.run(context.Background(), func() { v.runPhase(context.Background(), scripting.PhaseLog, hr) })

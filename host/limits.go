@@ -29,18 +29,20 @@ func (l *vhostLimits) counter(name string) *vhostCounter {
 	return c.(*vhostCounter)
 }
 
-// serveVHost serves r with v unless v already has max_concurrent requests
-// in progress; then it answers 503 with Retry-After and logs (at most one
-// line a second per vhost).
-func (s *Server) serveVHost(w http.ResponseWriter, r *http.Request, v *vhost) {
-	if done, ok := s.admitClient(w, r, v); !ok { // capacity.go
+// limit is the stage that admits a request to its vhost: it answers 503
+// with Retry-After when the client already has max_concurrent_per_client
+// requests in progress there, or the vhost max_concurrent, and logs the
+// latter (at most one line a second per vhost).
+func (s *Server) limit(x *exchange, next func(*exchange)) {
+	w, v := x.w, x.v
+	if done, ok := s.admitClient(w, x.r, v); !ok { // capacity.go
 		return
 	} else if done != nil {
 		defer done()
 	}
 	max := int64(v.cfg.Limits.MaxConcurrent)
 	if max <= 0 { // -1, or a Config not made by tenant.Load
-		v.ServeHTTP(w, r)
+		next(x)
 		return
 	}
 	c := v.limit
@@ -57,5 +59,5 @@ func (s *Server) serveVHost(w http.ResponseWriter, r *http.Request, v *vhost) {
 		return
 	}
 	defer c.inFlight.Add(-1)
-	v.ServeHTTP(w, r)
+	next(x)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log"
 	"log/slog"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -137,36 +136,6 @@ func (o *vhostOps) record(status int, bytes int64, d time.Duration, metrics bool
 	}
 	o.latency[i].Add(1)
 	o.latencySum.Add(uint64(d))
-}
-
-// serveTracked serves r on v (through serveVHost's limits) and counts it
-// for status, metrics and trace. When a reload retired v between the lookup
-// and now, the request is routed again with the current routes.
-func (s *Server) serveTracked(rec *recorder, r *http.Request, v *vhost, start time.Time) {
-	for !v.ops.enter() {
-		if v = s.routes.Load().lookup(canonicalHost(r.Host)); v == nil {
-			httpError(rec, http.StatusNotFound, "no site is configured for this host name")
-			return
-		}
-	}
-	tracing := s.ops.trace.active()
-	if tracing {
-		rec.wantTID = true
-	}
-	// Deferred, so that an aborted response (a re-raised
-	// http.ErrAbortHandler) leaves the vhost and is counted and logged.
-	defer func() {
-		v.ops.exit()
-		d := time.Since(start)
-		v.ops.record(rec.statusCode(), rec.bytes, d, s.ops.metricsOn)
-		if v.acc != nil {
-			v.acc.log(r, v.cfg.ServerName, rec, start)
-		}
-		if tracing {
-			s.ops.trace.publish(v, rec, r, start, d)
-		}
-	}()
-	s.serveVHost(rec, r, v)
 }
 
 // countHandshake is the TLS config's VerifyConnection: it runs once per
@@ -320,7 +289,7 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.unknownHost, c.s.stats.unknownHostHTTPS.Load(), "https")
 	counter(c.unknownHost, c.s.stats.unknownHostHTTP.Load(), "http")
 	counter(c.misdirected, c.s.stats.misdirected.Load())
-	counter(c.refusedPerIP, c.s.stats.refusedPerIP.Load())
+	counter(c.refusedPerIP, c.s.stats.admission.RefusedPerIP.Load())
 }
 
 // processThreads returns the number of OS threads of this process, or -1.

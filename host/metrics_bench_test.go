@@ -71,7 +71,7 @@ func BenchmarkOpsOverhead(b *testing.B) {
 	}
 }
 
-// BenchmarkOpsPerRequest measures only what serveTracked adds to a
+// BenchmarkOpsPerRequest measures only what the track stage adds to a
 // request: the counters (metrics off and on) and, with a subscriber, the
 // trace line and its hand-off.
 func BenchmarkOpsPerRequest(b *testing.B) {

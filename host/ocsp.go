@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ocsp"
+
+	"github.com/hostd/hostd/host/internal/statefile"
 )
 
 // OCSP stapling bounds.
@@ -240,7 +242,7 @@ func (st *ocspStapler) fetch(ctx context.Context, e *ocspEntry, now time.Time) e
 	}
 	st.install(e, der, r)
 	if err := os.MkdirAll(st.dir, 0o700); err == nil {
-		if err := writeFileAtomic(st.cacheFile(e), der, 0o600); err != nil {
+		if err := statefile.WriteAtomic(st.cacheFile(e), der, 0o600); err != nil {
 			st.logger.Warn("ocsp stapling: cache", "err", err)
 		}
 	}

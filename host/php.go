@@ -2,6 +2,7 @@ package host
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 
@@ -38,7 +39,7 @@ func newPHPPool(s *Server, v *vhost) (*phpfpm.Pool, error) {
 		MaxBody:       int64(vc.Limits.MaxBody),
 		Logger:        v.errLog,
 		ErrorLog:      errW,
-		LocalRedirect: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { v.handle(w, r) }),
+		LocalRedirect: http.HandlerFunc(v.serveLocal),
 	})
 }
 
@@ -62,6 +63,23 @@ func (v *vhost) servePHP(w http.ResponseWriter, r *http.Request, path string) bo
 		return true
 	}
 	return false
+}
+
+// ensureSpawner makes the server's process spawner when a vhost of cfg
+// starts processes and it does not exist yet. It lives until Close.
+func (s *Server) ensureSpawner(cfg *tenant.Config) error {
+	if s.spawner != nil || !needsSpawner(cfg.VHosts) {
+		return nil
+	}
+	sp, err := sandbox.NewSpawner(s.logger)
+	if err != nil {
+		return fmt.Errorf("cgi spawner: %w", err)
+	}
+	if c := sp.Containment(); !c.Rlimits {
+		s.logger.Warn("CGI resource limits cannot be enforced", "reason", c.RlimitsWhyNot)
+	}
+	s.spawner = sp
+	return nil
 }
 
 // needsSpawner reports whether any of the vhosts starts processes (CGI

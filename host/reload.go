@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"os"
 	"reflect"
@@ -14,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hostd/hostd/sandbox"
 	"github.com/hostd/hostd/tenant"
 )
 
@@ -140,88 +140,93 @@ func serverChanges(a, b *tenant.Server) []string {
 	return keys
 }
 
+// reload reads the configuration files again and applies them.
 func (s *Server) reload(ctx context.Context) (ReloadResult, error) {
-	var res ReloadResult
 	cfg, broken, err := Validate(s.cfg.File)
 	if err != nil {
-		return res, err
+		return ReloadResult{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return res, err
+		return ReloadResult{}, err
 	}
+	var warnings []string
 	if keys := serverChanges(&s.cfg.Server, &cfg.Server); len(keys) > 0 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("[server] %s changed in %s: only vhosts are reloaded, restart hostd to apply them",
+		warnings = append(warnings, fmt.Sprintf("[server] %s changed in %s: only vhosts are reloaded, restart hostd to apply them",
 			strings.Join(keys, ", "), cfg.File))
 	}
-	if s.spawner == nil && needsSpawner(cfg.VHosts) { // php.go
-		if s.spawner, err = sandbox.NewSpawner(s.logger); err != nil {
-			return res, fmt.Errorf("cgi spawner: %w", err)
-		}
+	res, err := s.apply(ctx, cfg, broken, false)
+	res.Warnings = append(warnings, res.Warnings...)
+	return res, err
+}
+
+// emptyRoutes are the routes of a server before its first configuration:
+// generation 0, no vhost.
+func emptyRoutes(cfg *tenant.Config) *routes {
+	served := *cfg
+	served.VHosts = nil
+	return &routes{byName: map[string]*vhost{}, cfg: &served, problems: map[string][]string{}}
+}
+
+// apply serves cfg: the one path of start-up (New applies the first
+// configuration to emptyRoutes) and Reload. It makes what cfg needs and
+// the server does not have yet (the process spawner for CGI and PHP,
+// io_uring rings, the ACME manager), plans cfg against the routes served
+// now (planReload), builds the new and changed vhosts, swaps the routes
+// and retires the vhosts no longer served once their requests are done.
+// broken are the vhost files Validate refused. strict (start-up without
+// SkipBroken) refuses cfg when a vhost fails to build: nothing of it is
+// served and the error names every failure.
+func (s *Server) apply(ctx context.Context, cfg *tenant.Config, broken []*tenant.Broken, strict bool) (ReloadResult, error) {
+	if err := s.ensureSpawner(cfg); err != nil { // php.go
+		return ReloadResult{}, err
 	}
-	if err := s.ensureRings(cfg); err != nil {
-		return res, err
+	if err := s.ensureRings(cfg); err != nil { // gate.go
+		return ReloadResult{}, err
 	}
-	if err := s.setupACME(cfg); err != nil {
-		return res, err
+	if err := s.setupACME(cfg); err != nil { // acme.go
+		return ReloadResult{}, err
 	}
 	old := s.routes.Load()
 	p := planReload(old, cfg, broken)
 	if err := ctx.Err(); err != nil {
-		return res, err
+		return ReloadResult{}, err
 	}
 	toBuild := make([]*tenant.VHost, len(p.build))
 	for i, b := range p.build {
 		toBuild[i] = b.vc
 	}
 	built, errs := s.buildVHosts(toBuild)
+	if err := errors.Join(errs...); err != nil && strict {
+		for _, v := range built {
+			if v != nil {
+				v.close()
+			}
+		}
+		return ReloadResult{}, err
+	}
 	for i, b := range p.build {
 		if errs[i] == nil {
 			p.serve(built[i], b.action)
-			continue
-		}
-		msg := errs[i].Error()
-		p.unclaim(b.vc.Names())
-		if b.prev != nil {
-			p.keep(b.prev, b.vc.File, []string{msg})
 		} else {
-			p.changes = append(p.changes, VHostChange{Name: b.vc.ServerName, File: b.vc.File, Action: ChangeNotAdded, Errors: []string{msg}})
-			p.problems[b.vc.File] = []string{msg}
+			p.notBuilt(b, errs[i])
 		}
 	}
 	rt := p.routes(cfg, old.gen+1)
 	s.routes.Store(rt)
-
-	var retired []*vhost
-	for _, v := range old.all {
-		if !p.inUse[v] { // removed, or replaced by a rebuilt vhost
-			retired = append(retired, v)
-			if rt.byName[v.cfg.ServerName] == nil {
-				p.changes = append(p.changes, VHostChange{Name: v.cfg.ServerName, File: v.cfg.File, Action: ChangeRemoved})
-			}
-		}
-	}
+	retired := p.retired(old, rt)
 	served := func(name string) bool { return rt.byName[name] != nil }
 	s.states.forget(served)
 	s.sessMem.forget(served)
 	s.guard.cpu.forget(served) // cpugate.go
-	slices.SortStableFunc(p.changes, func(a, b VHostChange) int { return strings.Compare(a.File, b.File) })
-	res.VHosts = p.changes
-	for _, c := range p.changes {
-		switch c.Action {
-		case ChangeAdded:
-			res.Added++
-		case ChangeChanged:
-			res.Changed++
-		case ChangeRemoved:
-			res.Removed++
-		case ChangeKept:
-			res.Kept++
-		case ChangeNotAdded:
-			res.NotAdded++
-		}
-	}
-	res.Unchanged = p.unchanged
-	res.Generation = rt.gen
+	res := p.result(rt.gen)
+	s.drain(retired)
+	return res, nil
+}
+
+// drain retires vhosts no longer served: requests that looked one up
+// route again (vhostOps.enter), and each closes once its requests in
+// progress are done.
+func (s *Server) drain(retired []*vhost) {
 	for _, v := range retired {
 		v.ops.retired.Store(true)
 	}
@@ -237,7 +242,55 @@ func (s *Server) reload(ctx context.Context) (ReloadResult, error) {
 			}
 		}()
 	}
-	return res, nil
+}
+
+// notBuilt records a vhost that failed to build: its previous version, if
+// any, keeps serving.
+func (p *reloadPlan) notBuilt(b buildItem, err error) {
+	msg := err.Error()
+	p.unclaim(b.vc.Names())
+	if b.prev != nil {
+		p.keep(b.prev, b.vc.File, []string{msg})
+		return
+	}
+	p.changes = append(p.changes, VHostChange{Name: b.vc.ServerName, File: b.vc.File, Action: ChangeNotAdded, Errors: []string{msg}})
+	p.problems[b.vc.File] = []string{msg}
+}
+
+// retired returns the vhosts of old that rt no longer serves (removed, or
+// replaced by a rebuilt version) and records the removed ones.
+func (p *reloadPlan) retired(old, rt *routes) []*vhost {
+	var retired []*vhost
+	for _, v := range old.all {
+		if !p.inUse[v] {
+			retired = append(retired, v)
+			if rt.byName[v.cfg.ServerName] == nil {
+				p.changes = append(p.changes, VHostChange{Name: v.cfg.ServerName, File: v.cfg.File, Action: ChangeRemoved})
+			}
+		}
+	}
+	return retired
+}
+
+// result sums up the plan's changes, in file order.
+func (p *reloadPlan) result(gen uint64) ReloadResult {
+	slices.SortStableFunc(p.changes, func(a, b VHostChange) int { return strings.Compare(a.File, b.File) })
+	res := ReloadResult{VHosts: p.changes, Unchanged: p.unchanged, Generation: gen}
+	for _, c := range p.changes {
+		switch c.Action {
+		case ChangeAdded:
+			res.Added++
+		case ChangeChanged:
+			res.Changed++
+		case ChangeRemoved:
+			res.Removed++
+		case ChangeKept:
+			res.Kept++
+		case ChangeNotAdded:
+			res.NotAdded++
+		}
+	}
+	return res
 }
 
 // reloadPlan decides, vhost by vhost, what the next routes serve.

@@ -20,26 +20,21 @@ import (
 // used by one goroutine at a time (the tenant thread running the hooks).
 type hookRequest struct {
 	r      *http.Request
-	w      http.ResponseWriter
+	resp   hookResponse // the response: writer, state, status (hookresponse.go)
 	v      *vhost
 	logger *slog.Logger
 
 	path, query string
-	status      int
-	wrote       bool  // headers sent
-	written     int64 // body bytes written by hooks
 	body        []byte
 	bodyErr     error
 	bodyRead    bool
 	vars        map[string]any
 	sess        *session.Session // r.session, nil until used (session.go)
 	sessCookie  string           // the session's Set-Cookie, "" when none
-	finished    bool             // log phase: the response is gone
-	headersOut  http.Header
 }
 
 func newHookRequest(v *vhost, w http.ResponseWriter, r *http.Request) *hookRequest {
-	return &hookRequest{r: r, w: w, v: v, path: r.URL.Path, query: r.URL.RawQuery}
+	return &hookRequest{r: r, resp: hookResponse{w: w}, v: v, path: r.URL.Path, query: r.URL.RawQuery}
 }
 
 func (h *hookRequest) Method() string { return h.r.Method }
@@ -71,7 +66,7 @@ func (h *hookRequest) RemotePort() int {
 
 // SetPath rewrites the request path internally; "p?q" replaces the query.
 func (h *hookRequest) SetPath(p string) error {
-	if h.finished {
+	if h.resp.done() {
 		return errors.New("set_path: the response was already sent")
 	}
 	path, query, hasQuery := strings.Cut(p, "?")
@@ -90,12 +85,7 @@ func (h *hookRequest) SetPath(p string) error {
 
 func (h *hookRequest) HeadersIn() http.Header { return h.r.Header }
 
-func (h *hookRequest) HeadersOut() http.Header {
-	if h.finished {
-		return h.headersOut // a copy: changes no longer reach the client
-	}
-	return h.w.Header()
-}
+func (h *hookRequest) HeadersOut() http.Header { return h.resp.header() }
 
 func (h *hookRequest) Body() ([]byte, error) {
 	if h.bodyRead {
@@ -118,29 +108,29 @@ func (h *hookRequest) Body() ([]byte, error) {
 	return h.body, h.bodyErr
 }
 
-func (h *hookRequest) Status() int { return h.status }
+func (h *hookRequest) Status() int { return h.resp.status }
 
 func (h *hookRequest) SetStatus(code int) {
 	if code >= 100 && code <= 999 {
-		h.status = code
+		h.resp.status = code
 	}
 }
 
 func (h *hookRequest) Write(p []byte) (int, error) {
-	if h.finished {
+	if h.resp.done() {
 		return 0, errors.New("write: the response was already sent (log phase)")
 	}
-	if h.written+int64(len(p)) > int64(h.v.cfg.Limits.MaxResponse) {
+	if h.resp.written+int64(len(p)) > int64(h.v.cfg.Limits.MaxResponse) {
 		return 0, scripting.ErrResponseTooLarge
 	}
-	if !h.wrote {
+	if h.resp.open() {
 		if err := h.saveSession(); err != nil {
 			return 0, err
 		}
-		h.sendHeader(h.status)
+		h.sendHeader(h.resp.status)
 	}
-	n, err := h.w.Write(p)
-	h.written += int64(n)
+	n, err := h.resp.w.Write(p)
+	h.resp.written += int64(n)
 	return n, err
 }
 
@@ -149,9 +139,7 @@ func (h *hookRequest) sendHeader(code int) {
 		code = http.StatusOK
 	}
 	h.keepSessionCookie() // session.go
-	h.status = code
-	h.wrote = true
-	h.w.WriteHeader(code)
+	h.resp.send(code)
 }
 
 func (h *hookRequest) Vars() map[string]any {

@@ -10,13 +10,16 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/hostd/hostd/host/admission"
 	"github.com/hostd/hostd/host/phpfpm"
+	"github.com/hostd/hostd/host/tickets"
 	"github.com/hostd/hostd/sandbox"
 	"github.com/hostd/hostd/tenant"
 )
@@ -65,10 +68,12 @@ type Server struct {
 
 	stats serverStats
 
-	tickets *ticketKeys  // session ticket keys in state_dir (tickets.go)
-	ocsp    *ocspStapler // OCSP staples of certificates that name a responder (ocsp.go)
-	admit   *admission   // overload protection of the HTTPS listener (admission.go)
-	limits  vhostLimits  // per-vhost max_concurrent (limits.go)
+	path pipeline // the request path: route, track, limit, tenant, hooks, respond (pipeline.go)
+
+	tickets *tickets.Keys         // session ticket keys in state_dir (host/tickets)
+	ocsp    *ocspStapler          // OCSP staples of certificates that name a responder (ocsp.go)
+	admit   *admission.Controller // overload protection of the HTTPS listener (host/admission)
+	limits  vhostLimits           // per-vhost max_concurrent (limits.go)
 
 	ops serverOps // reload, admin socket, metrics, trace (admin.go, reload.go)
 
@@ -77,29 +82,6 @@ type Server struct {
 	guard   guardState   // sealing secrets, admin token, redaction, thread and CPU budgets (guard.go)
 
 	closeOnce sync.Once
-}
-
-// routes maps host names to vhosts; it is replaced whole, never modified.
-type routes struct {
-	byName map[string]*vhost
-	all    []*vhost
-	cfg    *tenant.Config // the configuration these routes serve
-	gen    uint64         // configuration generation: 1 at start, +1 per reload
-	// problems are the errors of vhost files not applied, by file: kept
-	// on their previous version, or not served at all.
-	problems map[string][]string
-}
-
-// lookup returns the vhost for a canonical host name: an exact name, else
-// a "*.parent" wildcard.
-func (rt *routes) lookup(host string) *vhost {
-	if v, ok := rt.byName[host]; ok {
-		return v
-	}
-	if i := strings.IndexByte(host, '.'); i > 0 {
-		return rt.byName["*"+host[i:]]
-	}
-	return nil
 }
 
 // New prepares a server for cfg: it loads or generates every vhost's
@@ -111,6 +93,7 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, logger: logger, build: opts.Build.ReadBuildInfo(), vms: newVMPools()}
 	s.version = s.build.String()
+	s.path = s.newPipeline()
 	access, err := openAccessLog(cfg.AccessLog, cfg.LogPolicy(), -1, logger)
 	if err != nil {
 		return nil, err
@@ -128,25 +111,14 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 	}
 	s.access.redact = s.guard.redact
 	s.ops.trace.redact = s.guard.redact
-	if needsSpawner(cfg.VHosts) { // php.go
-		if s.spawner, err = sandbox.NewSpawner(logger); err != nil {
-			s.access.Close()
-			return nil, fmt.Errorf("cgi spawner: %w", err)
-		}
-		if c := s.spawner.Containment(); !c.Rlimits {
-			logger.Warn("CGI resource limits cannot be enforced", "reason", c.RlimitsWhyNot)
-		}
-	}
-	if err := s.ensureRings(cfg); err != nil {
-		s.Close()
-		return nil, err
-	}
-	rt, err := s.buildRoutes(cfg, opts)
+	// Start-up is a reload from an empty configuration (reload.go).
+	s.routes.Store(emptyRoutes(cfg))
+	res, err := s.apply(context.Background(), cfg, opts.Broken, !opts.SkipBroken)
 	if err != nil {
 		s.Close()
 		return nil, err
 	}
-	s.routes.Store(rt)
+	logNotServed(logger, res, opts.Broken)
 	if err := s.initOps(cfg); err != nil {
 		s.Close()
 		return nil, err
@@ -157,16 +129,16 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 		VerifyConnection: s.countHandshake,
 	}
 	applyTLSProfile(s.tlsConfig, cfg.Server.TLSProfile)
-	s.bindTicketsToVHost(s.tlsConfig) // ticketsni.go
+	tickets.BindToVHost(s.tlsConfig, s.ticketVHost, func() { s.guard.ticketMismatch.Add(1) })
 	s.tlsOther = s.tlsConfig.Clone()
 	applyTLSProfile(s.tlsOther, otherProfile(cfg.Server.TLSProfile))
 	s.tlsConfig.GetConfigForClient = s.configForClient
-	s.tickets = newTicketKeys(filepath.Join(cfg.StateDir, "ticket.keys"), cfg.Server.TicketRotation.Std(), logger)
-	if err := s.tickets.apply(time.Now(), s.tlsConfig, s.tlsOther); err != nil {
+	s.tickets = tickets.New(filepath.Join(cfg.StateDir, "ticket.keys"), cfg.Server.TicketRotation.Std(), logger)
+	if err := s.tickets.Apply(time.Now(), s.tlsConfig, s.tlsOther); err != nil {
 		s.Close()
 		return nil, err
 	}
-	s.admit = newAdmission(&cfg.Server, &s.stats, logger)
+	s.admit = admission.New(&cfg.Server, &s.stats.admission, logger)
 	s.ocsp = newOCSPStapler(cfg.StateDir, logger)
 
 	errLog := s.handshakeErrorLog()
@@ -200,38 +172,15 @@ func (s *Server) newHTTPServer(h http.HandlerFunc, errLog *log.Logger) *http.Ser
 	}
 }
 
-func (s *Server) buildRoutes(cfg *tenant.Config, opts Options) (*routes, error) {
-	served := *cfg
-	served.VHosts = nil
-	rt := &routes{byName: make(map[string]*vhost), cfg: &served, gen: 1, problems: map[string][]string{}}
-	for _, b := range opts.Broken {
-		for _, e := range b.Errs {
-			rt.problems[b.File] = append(rt.problems[b.File], e.Error())
-		}
-	}
-	vs, errs := s.buildVHosts(cfg.VHosts) // in parallel (reload.go)
-	if err := errors.Join(errs...); err != nil && !opts.SkipBroken {
-		for _, v := range vs {
-			if v != nil {
-				v.close()
-			}
-		}
-		return nil, err
-	}
-	for i, vc := range cfg.VHosts {
-		v := vs[i]
-		if v == nil {
-			s.logger.Error("vhost not served", "file", vc.File, "err", errs[i])
-			rt.problems[vc.File] = []string{errs[i].Error()}
+// logNotServed logs the vhosts start-up leaves out (SkipBroken) because
+// they failed to build; the files Validate refused were reported already.
+func logNotServed(logger *slog.Logger, res ReloadResult, broken []*tenant.Broken) {
+	for _, c := range res.VHosts {
+		if c.Action != ChangeNotAdded || slices.ContainsFunc(broken, func(b *tenant.Broken) bool { return b.File == c.File }) {
 			continue
 		}
-		rt.all = append(rt.all, v)
-		served.VHosts = append(served.VHosts, vc)
-		for _, n := range vc.Names() {
-			rt.byName[n] = v
-		}
+		logger.Error("vhost not served", "file", c.File, "err", strings.Join(c.Errors, "\n"))
 	}
-	return rt, nil
 }
 
 func (s *Server) closeRoutes(rt *routes) {
@@ -249,7 +198,7 @@ func (s *Server) Listen() error {
 	}
 	// Admission outermost: its certificate hook finds its *admitConn as
 	// the ClientHello's conn; the write progress deadline inside it.
-	s.httpsLn = s.admit.wrap(withProgressTimeout(ln, s.cfg.Server.WriteTimeout.Std())) // capacity.go
+	s.httpsLn = s.admit.Wrap(withProgressTimeout(ln, s.cfg.Server.WriteTimeout.Std())) // capacity.go
 	_, s.httpsPort, _ = net.SplitHostPort(ln.Addr().String())
 	s.h2ln = newConnListener(ln.Addr())
 	if s.httpSrv != nil {
@@ -296,7 +245,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	go func() { errc <- s.acceptTLS(s.httpsLn) }()
 	ticketsCtx, stopTickets := context.WithCancel(ctx)
 	defer stopTickets()
-	go s.tickets.run(ticketsCtx, s.tlsConfig, s.tlsOther)
+	go s.tickets.Run(ticketsCtx, s.tlsConfig, s.tlsOther)
 	go s.ocsp.run(ticketsCtx)
 	go s.runGuard(ticketsCtx)
 	n := 2
@@ -373,8 +322,17 @@ func (s *Server) Close() {
 	})
 }
 
+// ticketVHost names the vhost a connection with SNI sni is for, "-" for
+// the default certificate: the vhost its session tickets are bound to.
+func (s *Server) ticketVHost(sni string) string {
+	if v := s.routes.Load().lookup(canonicalHost(sni)); v != nil {
+		return v.cfg.ServerName
+	}
+	return "-"
+}
+
 func (s *Server) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-	if err := s.admit.certificateHook(hello); err != nil {
+	if err := s.admit.CertificateHook(hello); err != nil {
 		return nil, err
 	}
 	if v := s.routes.Load().lookup(canonicalHost(hello.ServerName)); v != nil {
@@ -388,94 +346,6 @@ func (s *Server) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, e
 		return s.ocsp.staple(v.cert), nil
 	}
 	return s.defaultCert, nil
-}
-
-// canonicalHost lower-cases a Host header or SNI value and strips the port
-// and a trailing dot.
-func canonicalHost(h string) string {
-	if host, _, err := net.SplitHostPort(h); err == nil {
-		h = host
-	}
-	return strings.TrimSuffix(strings.ToLower(h), ".")
-}
-
-// serveHTTPS routes a request on the TLS listener. The Host header must
-// name the same vhost as the connection's SNI: a request for bob.example
-// inside alice.example's TLS session gets 421, never bob's content.
-func (s *Server) serveHTTPS(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	closeAfterChunked(w, r)
-	if r.ProtoMajor == 2 {
-		w = newStreamProgress(w, s.cfg.Server.WriteTimeout.Std()) // capacity.go
-	}
-	rt := s.routes.Load()
-	v := rt.lookup(canonicalHost(r.Host))
-	rec := newRecorder(w)
-	name := "-"
-	// Deferred: an aborted response (a re-raised http.ErrAbortHandler) is
-	// logged too, then the panic goes on to net/http.
-	defer func() { s.access.log(r, name, rec, start) }()
-	switch {
-	case r.TLS != nil && r.TLS.ServerName != "" && rt.lookup(canonicalHost(r.TLS.ServerName)) != v:
-		s.stats.misdirected.Add(1)
-		httpError(rec, http.StatusMisdirectedRequest, "the Host header does not match the TLS server name")
-	case v == nil:
-		s.stats.unknownHostHTTPS.Add(1)
-		httpError(rec, http.StatusNotFound, "no site is configured for this host name")
-	default:
-		name = v.cfg.ServerName
-		if v.cfg.HSTS != "" {
-			rec.Header().Set("Strict-Transport-Security", string(v.cfg.HSTS))
-		}
-		s.serveTracked(rec, r, v, start)
-	}
-}
-
-// serveHTTP answers the plain listener: vhosts with allow_http are served,
-// others are redirected (308) to the same host and path over HTTPS.
-func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.serveACMEChallenge(w, r) { // HTTP-01 (acme.go)
-		return
-	}
-	start := time.Now()
-	closeAfterChunked(w, r)
-	host := canonicalHost(r.Host)
-	v := s.routes.Load().lookup(host)
-	rec := newRecorder(w)
-	name := "-"
-	defer func() { s.access.log(r, name, rec, start) }() // aborted responses too
-	switch {
-	case v == nil:
-		s.stats.unknownHostHTTP.Add(1)
-		httpError(rec, http.StatusNotFound, "no site is configured for this host name")
-	case v.cfg.AllowHTTP:
-		name = v.cfg.ServerName
-		s.serveTracked(rec, r, v, start)
-	default:
-		name = v.cfg.ServerName
-		target := "https://" + host
-		if s.httpsPort != "443" {
-			target += ":" + s.httpsPort
-		}
-		target += r.URL.RequestURI()
-		v.ops.redirects.Add(1)
-		http.Redirect(rec, r, target, http.StatusPermanentRedirect)
-	}
-}
-
-// closeAfterChunked closes an HTTP/1.1 connection after a request whose body
-// came chunked. net/http frames a request by Transfer-Encoding and drops a
-// Content-Length sent with it (RFC 9112 6.3; a non-chunked or repeated
-// Transfer-Encoding is refused with 501 or 400, conflicting Content-Lengths
-// with 400) before any handler sees it, so hostd cannot tell that both were
-// sent and refuse the request. Closing the connection after such a request
-// keeps a front proxy that framed it by Content-Length from having the rest
-// of its bytes read as a next request (request smuggling). Chunked uploads
-// are rare; the cost is one new connection.
-func closeAfterChunked(w http.ResponseWriter, r *http.Request) {
-	if r.ProtoMajor == 1 && len(r.TransferEncoding) > 0 {
-		w.Header().Set("Connection", "close")
-	}
 }
 
 // httpError writes a short plain-text error page. msg is a fixed,

@@ -88,7 +88,7 @@ func (h *hookRequest) Session() (scripting.Session, error) {
 	if h.sess == nil {
 		h.sess = m.Start(m.IDFromRequest(h.r), h.setSessionCookie)
 	}
-	if h.finished {
+	if h.resp.done() {
 		return readOnlySession{h.sess}, nil
 	}
 	return h.sess, nil
@@ -97,11 +97,11 @@ func (h *hookRequest) Session() (scripting.Session, error) {
 // setSessionCookie adds the session cookie to the response headers,
 // replacing one set earlier in the request.
 func (h *hookRequest) setSessionCookie(c *http.Cookie) error {
-	if h.wrote || h.finished {
+	if !h.resp.open() {
 		return errors.New("the response headers were already sent: use r.session before the first write")
 	}
 	h.sessCookie = c.String()
-	hdr := h.w.Header()
+	hdr := h.resp.header()
 	removeCookie(hdr, c.Name)
 	hdr.Add("Set-Cookie", h.sessCookie)
 	return nil
@@ -113,10 +113,10 @@ func (h *hookRequest) setSessionCookie(c *http.Cookie) error {
 // cookies go out together, whichever came first. It runs after every hook
 // and before the response headers are sent.
 func (h *hookRequest) keepSessionCookie() {
-	if h.sessCookie == "" || h.wrote || h.finished {
+	if h.sessCookie == "" || !h.resp.open() {
 		return
 	}
-	hdr := h.w.Header()
+	hdr := h.resp.header()
 	for _, v := range hdr.Values("Set-Cookie") {
 		if v == h.sessCookie {
 			return
@@ -137,8 +137,8 @@ func (h *hookRequest) dropSession() {
 	if h.sess == nil {
 		return
 	}
-	if !h.wrote && !h.finished {
-		removeCookie(h.w.Header(), h.v.sessions.CookieName())
+	if h.resp.open() {
+		removeCookie(h.resp.header(), h.v.sessions.CookieName())
 	}
 	h.sess, h.sessCookie = nil, ""
 }
@@ -163,10 +163,7 @@ func (v *vhost) flushSession(hr *hookRequest) bool {
 	hr.Logger().Error("session not saved", "store", v.sessions.Store().String(), "err", err)
 	v.ops.sessionErrors.Add(1)
 	hr.dropSession()
-	if !hr.wrote && !hr.finished {
-		hr.wrote, hr.status = true, http.StatusServiceUnavailable
-		httpError(hr.w, http.StatusServiceUnavailable, "the session store is unavailable, try again")
-	}
+	hr.resp.sendError(http.StatusServiceUnavailable, "the session store is unavailable, try again") // unless something was sent
 	return false
 }
 

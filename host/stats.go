@@ -1,6 +1,10 @@
 package host
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/hostd/hostd/host/admission"
+)
 
 // serverStats are the server-wide counters that status, metrics and the
 // admission control share. All fields are updated atomically.
@@ -10,15 +14,14 @@ type serverStats struct {
 	handshakesFull    atomic.Uint64
 	handshakesResumed atomic.Uint64
 	handshakesFailed  atomic.Uint64
-	handshakesShed    atomic.Uint64
+	// admission: the connections admission control shed, and of those
+	// the ones refused at accept by max_conns_per_ip.
+	admission admission.Stats
 
 	// Requests no vhost answered: unknown host names (404) per listener,
 	// and a Host header naming another vhost than the SNI (421).
 	unknownHostHTTPS, unknownHostHTTP atomic.Uint64
 	misdirected                       atomic.Uint64
-	// refusedPerIP counts connections closed at accept by max_conns_per_ip
-	// (also counted as shed handshakes).
-	refusedPerIP atomic.Uint64
 }
 
 // HandshakeStats is a snapshot of the TLS handshake counters.
@@ -35,6 +38,6 @@ func (s *Server) HandshakeStats() HandshakeStats {
 		Full:    s.stats.handshakesFull.Load(),
 		Resumed: s.stats.handshakesResumed.Load(),
 		Failed:  s.stats.handshakesFailed.Load(),
-		Shed:    s.stats.handshakesShed.Load(),
+		Shed:    s.stats.admission.Shed.Load(),
 	}
 }

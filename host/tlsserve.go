@@ -9,10 +9,12 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/hostd/hostd/host/admission"
 )
 
 // hostd's own TLS accept loop. Every connection of the HTTPS listener is
-// accepted here (behind admission control, capacity.go and admission.go),
+// accepted here (behind admission control, capacity.go and host/admission),
 // its handshake done with the server's tls.Config (SNI, tickets, profiles
 // as before), and then ALPN picks the HTTP stack: "h2" (and the ACME
 // TLS-ALPN-01 protocol) go to net/http's HTTP/2 server through a
@@ -81,7 +83,7 @@ func (s *Server) acceptTLS(ln net.Listener) error {
 				return http.ErrServerClosed
 			}
 			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errShed) || isTemporary(err) {
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, admission.ErrShed) || isTemporary(err) {
 				pause = min(max(2*pause, 5*time.Millisecond), time.Second)
 				s.logger.Debug("accept error, retrying", "err", err, "pause", pause)
 				time.Sleep(pause)

@@ -62,8 +62,8 @@ func (t *tracer) unsubscribe(sub *traceSub) {
 	t.mu.Unlock()
 }
 
-// traceTID records the tenant thread's id for the trace line; vhost.handle's
-// caller runs it on the tenant thread.
+// traceTID records the tenant thread's id for the trace line; runAsTenant
+// runs it on the tenant thread.
 func traceTID(w http.ResponseWriter) {
 	if rec, ok := w.(*recorder); ok && rec.wantTID {
 		rec.tid = unix.Gettid()

@@ -3,13 +3,11 @@ package host
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"path/filepath"
-	"strconv"
 	"sync"
 
 	"github.com/hostd/hostd/host/cgi"
@@ -55,6 +53,7 @@ type vhost struct {
 	cgi *cgi.Handler    // nil unless [cgi] enabled
 	php *phpfpm.Pool    // nil unless [php] enabled (php.go)
 
+	local    func(*exchange) // the server's pipeline from runHooks on, for local redirects (pipeline.go)
 	logSlots chan struct{}
 	logWG    sync.WaitGroup
 
@@ -74,6 +73,7 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 		logger:   s.logger.With("vhost", vc.ServerName),
 		limit:    s.limits.counter(vc.ServerName),
 		engines:  make(map[string]scripting.Engine),
+		local:    s.path.local,
 		logSlots: make(chan struct{}, logSlots),
 		threads:  s.guard.threads,
 		gate:     s.guard.cpu,
@@ -151,7 +151,7 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 			Limits:        vc.Limits.CGIContainment(),
 			Logger:        v.errLog,
 			ErrorLog:      errW,
-			LocalRedirect: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { v.handle(w, r) }),
+			LocalRedirect: http.HandlerFunc(v.serveLocal),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("cgi: %w", err)
@@ -257,124 +257,4 @@ func (v *vhost) run(ctx context.Context, fn func()) error {
 		defer v.threads.release()
 	}
 	return v.sb.Run(ctx, fn)
-}
-
-// ServeHTTP serves a request routed to this vhost: the hook phases, then
-// the static file or CGI handler, all with the tenant's identity; the log
-// phase follows once the response is complete.
-func (v *vhost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var hr *hookRequest
-	if err := v.run(r.Context(), func() { traceTID(w); hr = v.handle(w, r) }); err != nil {
-		v.runFailed(w, r, err)
-		return
-	}
-	if hr != nil {
-		status := http.StatusOK
-		if rec, ok := w.(*recorder); ok {
-			status = rec.statusCode()
-		}
-		v.runLogPhase(hr, status)
-	}
-}
-
-// runFailed ends a request whose tenant function did not return normally.
-// Aborts stay aborts: http.ErrAbortHandler (a handler cutting a response it
-// cannot finish, such as a CGI script killed mid-body), which the sandbox
-// recovered on the tenant's thread and handed back, is raised again here on
-// the connection's goroutine, so that net/http cuts the connection (HTTP/1.1:
-// closed without the last chunk; HTTP/2: RST_STREAM) and the client sees a
-// transfer error, never a complete-looking body. Any other panic is logged
-// with its stack and answered 500 when nothing was sent yet, else aborted
-// the same way; so is a run that could not start (503 when nothing was sent).
-func (v *vhost) runFailed(w http.ResponseWriter, r *http.Request, err error) {
-	sent := false
-	if rec, ok := w.(*recorder); ok {
-		sent = rec.status != 0
-	}
-	var pe *sandbox.PanicError
-	switch {
-	case errors.As(err, &pe) && pe.Value == http.ErrAbortHandler:
-		panic(http.ErrAbortHandler)
-	case errors.As(err, &pe):
-		v.logger.Error("panic serving a request", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(pe.Value),
-			"stack", string(pe.Stack))
-		if sent {
-			panic(http.ErrAbortHandler)
-		}
-		httpError(w, http.StatusInternalServerError, "the request could not be served")
-	default:
-		v.logger.Warn("request not served", "err", err)
-		if sent {
-			panic(http.ErrAbortHandler)
-		}
-		httpError(w, http.StatusServiceUnavailable, "the site is busy, try again")
-	}
-}
-
-// handle runs on the tenant's identity.
-func (v *vhost) handle(w http.ResponseWriter, r *http.Request) *hookRequest {
-	if len(v.cfg.Hooks) == 0 {
-		v.serveFile(w, r, r.URL.Path)
-		return nil
-	}
-	ctx := r.Context()
-	hr := newHookRequest(v, w, r)
-	for _, p := range []scripting.Phase{scripting.PhaseRewrite, scripting.PhaseAccess, scripting.PhaseContent} {
-		if v.runPhase(ctx, p, hr) {
-			v.endSession(hr)
-			return hr
-		}
-	}
-	if !v.flushSession(hr) {
-		return hr
-	}
-	if hr.path != r.URL.Path || hr.query != r.URL.RawQuery {
-		r2 := new(http.Request)
-		*r2 = *r
-		r2.URL = hr.url()
-		r = r2
-	}
-	v.serveFile(w, r, hr.path)
-	return hr
-}
-
-// respond serves the first [[respond]] entry matching path and reports
-// whether there was one.
-func (v *vhost) respond(w http.ResponseWriter, path string) bool {
-	for i := range v.cfg.Respond {
-		rs := &v.cfg.Respond[i]
-		if rs.Matches(path) {
-			h := w.Header()
-			h.Set("Content-Type", rs.ContentType)
-			h.Set("Content-Length", strconv.Itoa(len(rs.Body)))
-			w.WriteHeader(rs.Status)
-			io.WriteString(w, rs.Body)
-			return true
-		}
-	}
-	return false
-}
-
-// serveFile serves path with the PHP pool or the CGI handler when it names
-// a script, else as a static file.
-func (v *vhost) serveFile(w http.ResponseWriter, r *http.Request, path string) {
-	if len(v.cfg.Respond) > 0 && v.respond(w, path) {
-		return
-	}
-	if v.php != nil && v.servePHP(w, r, path) { // php.go
-		return
-	}
-	if v.cgi != nil {
-		script, err := v.cgi.Resolve(path)
-		switch {
-		case err == nil:
-			v.ops.cgiSpawns.Add(1)
-			v.cpuRun(w, r, func(r *http.Request) { v.cgi.ServeScript(w, r, script) }) // cpugate.go
-			return
-		case errors.Is(err, cgi.ErrForbidden):
-			httpError(w, http.StatusForbidden, "access denied")
-			return
-		}
-	}
-	v.serveStatic(w, r, path)
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package host
+package tickets
 
 // lockFile is a no-op where flock is not available: servers sharing a
 // state directory may then both rotate, and converge on the next re-read.

@@ -1,4 +1,4 @@
-package host
+package admission
 
 import (
 	"context"
@@ -16,28 +16,38 @@ import (
 	"github.com/hostd/hostd/tenant"
 )
 
-// errShed is what the TLS stack reads from a connection that admission
+// ErrShed is what the TLS stack reads from a connection that admission
 // control refused.
-var errShed = errors.New("host: connection shed by admission control")
+var ErrShed = errors.New("admission: connection shed by admission control")
 
 // defaultHandshakeWait is server.handshake_wait for a Config not made by
 // tenant.Load: how long a new full handshake may wait for a slot before
 // it is shed, below any client's patience.
 const defaultHandshakeWait = 2 * time.Second
 
-// admission is the overload protection in front of the TLS handshake
+// Stats are the counters admission control keeps; the server reports
+// them. Fields are updated atomically.
+type Stats struct {
+	// Shed counts the connections refused before their handshake.
+	Shed atomic.Uint64
+	// RefusedPerIP counts the connections closed at accept by
+	// max_conns_per_ip (also counted in Shed).
+	RefusedPerIP atomic.Uint64
+}
+
+// Controller is the overload protection in front of the TLS handshake
 // (docs/overload.md). It bounds the full handshakes in progress and their
 // rate, and the connections per client IP. Resumption attempts (a
 // ClientHello carrying a session ticket or a TLS 1.3 pre-shared key) are
 // not bounded: they are cheap and finish work already started. Refused
 // connections are closed before any cryptography and counted in
-// serverStats.handshakesShed. It is safe for concurrent use.
-type admission struct {
+// Stats.Shed. It is safe for concurrent use.
+type Controller struct {
 	slots    *slotPool     // full handshakes in progress; nil = unlimited
 	bucket   *tokenBucket  // new full handshakes per second; nil = unlimited
 	maxPerIP int           // <= 0: unlimited
 	wait     time.Duration // for a handshake slot
-	stats    *serverStats
+	stats    *Stats
 	logger   *slog.Logger
 
 	mu    sync.Mutex
@@ -48,8 +58,10 @@ type admission struct {
 	lastCause atomic.Value // string
 }
 
-func newAdmission(s *tenant.Server, stats *serverStats, logger *slog.Logger) *admission {
-	a := &admission{maxPerIP: s.MaxConnsPerIP, wait: s.HandshakeWait.Std(), stats: stats, logger: logger, perIP: make(map[netip.Addr]int)}
+// New returns the admission control of the [server] settings s, counting
+// in stats.
+func New(s *tenant.Server, stats *Stats, logger *slog.Logger) *Controller {
+	a := &Controller{maxPerIP: s.MaxConnsPerIP, wait: s.HandshakeWait.Std(), stats: stats, logger: logger, perIP: make(map[netip.Addr]int)}
 	if a.wait <= 0 {
 		a.wait = defaultHandshakeWait
 	}
@@ -63,12 +75,16 @@ func newAdmission(s *tenant.Server, stats *serverStats, logger *slog.Logger) *ad
 	return a
 }
 
-// wrap returns ln with admission control on its connections.
-func (a *admission) wrap(ln net.Listener) net.Listener { return &admissionListener{Listener: ln, a: a} }
+// Wrap returns ln with admission control on its connections. Wrap the
+// listener the TLS stack reads from directly, so that CertificateHook finds
+// the connection as the ClientHello's.
+func (a *Controller) Wrap(ln net.Listener) net.Listener {
+	return &admissionListener{Listener: ln, a: a}
+}
 
 // shed counts a refused connection and logs at most one line a second.
-func (a *admission) shed(cause string) {
-	a.stats.handshakesShed.Add(1)
+func (a *Controller) shed(cause string) {
+	a.stats.Shed.Add(1)
 	a.unlogged.Add(1)
 	a.lastCause.Store(cause)
 	now := time.Now().UnixNano()
@@ -77,12 +93,12 @@ func (a *admission) shed(cause string) {
 		return
 	}
 	a.logger.Warn("overload: shedding new connections", "shed", a.unlogged.Swap(0), "cause", cause,
-		"shed_total", a.stats.handshakesShed.Load())
+		"shed_total", a.stats.Shed.Load())
 }
 
 // openConn counts a connection of ip and reports whether it is within
 // max_conns_per_ip.
-func (a *admission) openConn(ip netip.Addr) bool {
+func (a *Controller) openConn(ip netip.Addr) bool {
 	if a.maxPerIP <= 0 {
 		return true
 	}
@@ -95,7 +111,7 @@ func (a *admission) openConn(ip netip.Addr) bool {
 	return true
 }
 
-func (a *admission) closeConn(ip netip.Addr) {
+func (a *Controller) closeConn(ip netip.Addr) {
 	if a.maxPerIP <= 0 {
 		return
 	}
@@ -110,7 +126,7 @@ func (a *admission) closeConn(ip netip.Addr) {
 // and a handshake slot, waiting at most a.wait for the slot. It returns
 // the cause when the handshake must be shed. waited reports whether it
 // had to queue (the client may have given up meanwhile).
-func (a *admission) acquireFull(ctx context.Context) (ok, waited bool, cause string) {
+func (a *Controller) acquireFull(ctx context.Context) (ok, waited bool, cause string) {
 	if a.bucket != nil && !a.bucket.take(time.Now()) {
 		return false, false, "accept_rate"
 	}
@@ -124,7 +140,7 @@ func (a *admission) acquireFull(ctx context.Context) (ok, waited bool, cause str
 	return true, waited, ""
 }
 
-func (a *admission) releaseFull() {
+func (a *Controller) releaseFull() {
 	if a.slots != nil {
 		a.slots.release()
 	}
@@ -195,11 +211,12 @@ func (p *slotPool) inUse() int {
 	return p.size - p.free
 }
 
-// certificateHook runs when the TLS stack picks a certificate. In TLS 1.3
+// CertificateHook runs when the TLS stack picks a certificate (the
+// server's GetCertificate calls it first). In TLS 1.3
 // that happens only for full handshakes, so a connection that claimed
 // resumption but whose ticket did not decrypt gets its handshake slot
 // here (or is shed), and cannot bypass the bound with fake tickets.
-func (a *admission) certificateHook(hello *tls.ClientHelloInfo) error {
+func (a *Controller) CertificateHook(hello *tls.ClientHelloInfo) error {
 	c, ok := hello.Conn.(*admitConn)
 	if !ok || !c.claimedResume || !supportsTLS13(hello) {
 		return nil
@@ -212,7 +229,7 @@ func (a *admission) certificateHook(hello *tls.ClientHelloInfo) error {
 	if ok, _, cause := a.acquireFull(hello.Context()); !ok {
 		a.shed(cause)
 		c.state = stateShed
-		return errShed
+		return ErrShed
 	}
 	c.state = stateHolding
 	return nil
@@ -233,7 +250,7 @@ func supportsTLS13(hello *tls.ClientHelloInfo) bool {
 // never reads, so a slow client cannot stall it).
 type admissionListener struct {
 	net.Listener
-	a *admission
+	a *Controller
 }
 
 func (l *admissionListener) Accept() (net.Conn, error) {
@@ -244,16 +261,30 @@ func (l *admissionListener) Accept() (net.Conn, error) {
 		}
 		var ip netip.Addr
 		if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil {
-			ip = clientKey(ap.Addr()) // an IPv6 client counts by its /64 (capacity.go)
+			ip = ClientKey(ap.Addr()) // an IPv6 client counts by its /64
 		}
 		if !l.a.openConn(ip) {
 			c.Close()
-			l.a.stats.refusedPerIP.Add(1)
+			l.a.stats.RefusedPerIP.Add(1)
 			l.a.shed("max_conns_per_ip")
 			continue
 		}
 		return &admitConn{Conn: c, a: l.a, ip: ip}, nil
 	}
+}
+
+// ClientKey is the key per-client limits count by: the IPv4 address, or
+// the /64 prefix of an IPv6 address (one subscriber's usual allocation,
+// so that rotating through its addresses gains nothing).
+func ClientKey(a netip.Addr) netip.Addr {
+	a = a.Unmap()
+	if a.Is6() {
+		p, err := a.Prefix(64)
+		if err == nil {
+			return p.Addr()
+		}
+	}
+	return a
 }
 
 // Connection states of admitConn.
@@ -272,7 +303,7 @@ const (
 // closes.
 type admitConn struct {
 	net.Conn
-	a  *admission
+	a  *Controller
 	ip netip.Addr
 
 	mu            sync.Mutex
@@ -292,7 +323,7 @@ func (c *admitConn) Read(p []byte) (int, error) {
 			return 0, err
 		}
 	case stateShed:
-		return 0, errShed
+		return 0, ErrShed
 	case stateHolding:
 		if c.wrote && len(c.hello) == 0 {
 			c.a.releaseFull()
@@ -334,7 +365,7 @@ func (c *admitConn) admit() error {
 		c.state = stateShed
 		c.a.shed(cause)
 		c.Conn.Close()
-		return errShed
+		return ErrShed
 	}
 	c.state = stateHolding
 	return nil

@@ -1,10 +1,11 @@
-package host
+package tickets
 
 import (
 	"crypto/tls"
 	"io"
 	"log/slog"
 	"net"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -41,6 +42,15 @@ func resumes(t *testing.T, cfg *tls.Config, cache tls.ClientSessionCache, v uint
 	return c.ConnectionState().DidResume
 }
 
+// testServerConfig returns a server config with httptest's certificate.
+func testServerConfig(t *testing.T) *tls.Config {
+	t.Helper()
+	ts := httptest.NewUnstartedServer(nil)
+	ts.StartTLS()
+	defer ts.Close()
+	return &tls.Config{Certificates: ts.TLS.Certificates}
+}
+
 func TestTicketRotationOverlap(t *testing.T) {
 	const period = time.Hour
 	t0 := time.Unix(1_800_000_000, 0)
@@ -60,18 +70,18 @@ func TestTicketRotationOverlap(t *testing.T) {
 	for _, v := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
 		for _, tt := range tests {
 			file := filepath.Join(t.TempDir(), "state", "ticket.keys")
-			tk := newTicketKeys(file, period, slog.New(slog.DiscardHandler))
+			tk := New(file, period, slog.New(slog.DiscardHandler))
 			cfg := testServerConfig(t)
 			cache := tls.NewLRUClientSessionCache(4)
 			for _, at := range []time.Duration{0, tt.issued} {
-				if err := tk.apply(t0.Add(at), cfg); err != nil {
+				if err := tk.Apply(t0.Add(at), cfg); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if resumes(t, cfg, cache, v) {
 				t.Fatalf("TLS %x %s: first connection resumed", v, tt.name)
 			}
-			if err := tk.apply(t0.Add(tt.used), cfg); err != nil {
+			if err := tk.Apply(t0.Add(tt.used), cfg); err != nil {
 				t.Fatal(err)
 			}
 			if list, err := readTicketKeys(file); err != nil || len(list) != tt.keys {
@@ -93,28 +103,28 @@ func TestTicketRotationOverlap(t *testing.T) {
 func TestTicketKeysShared(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "ticket.keys")
 	t0 := time.Unix(1_800_000_000, 0)
-	a := newTicketKeys(file, time.Hour, slog.New(slog.DiscardHandler))
-	b := newTicketKeys(file, time.Hour, slog.New(slog.DiscardHandler))
-	ka, _, err := a.sync(t0)
+	a := New(file, time.Hour, slog.New(slog.DiscardHandler))
+	b := New(file, time.Hour, slog.New(slog.DiscardHandler))
+	ka, _, err := a.Sync(t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kb, _, err := b.sync(t0.Add(time.Minute))
+	kb, _, err := b.Sync(t0.Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(kb) != 1 || kb[0] != ka[0] {
 		t.Fatalf("second node has %d keys, not the first's", len(kb))
 	}
-	kb, _, _ = b.sync(t0.Add(61 * time.Minute)) // b rotates
-	ka, changed, _ := a.sync(t0.Add(62 * time.Minute))
+	kb, _, _ = b.Sync(t0.Add(61 * time.Minute)) // b rotates
+	ka, changed, _ := a.Sync(t0.Add(62 * time.Minute))
 	if !changed || len(ka) != 2 || ka[0] != kb[0] || ka[1] != kb[1] {
 		t.Errorf("first node did not adopt the rotation: changed %v, %d keys", changed, len(ka))
 	}
 	if err := os.WriteFile(file, []byte("garbage\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := a.sync(t0); err == nil {
+	if _, _, err := a.Sync(t0); err == nil {
 		t.Error("damaged key file accepted")
 	}
 }

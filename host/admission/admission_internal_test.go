@@ -1,4 +1,4 @@
-package host
+package admission
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"path/filepath"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -41,12 +41,10 @@ func (c *recordingConn) firstRecord(t *testing.T) []byte {
 
 func testServerConfig(t *testing.T) *tls.Config {
 	t.Helper()
-	dir := t.TempDir()
-	cert, err := loadOrCreateCert(filepath.Join(dir, "c.crt"), filepath.Join(dir, "c.key"), []string{"a.example"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{*cert}}
+	ts := httptest.NewUnstartedServer(nil) // for its certificate
+	ts.StartTLS()
+	defer ts.Close()
+	return &tls.Config{Certificates: ts.TLS.Certificates}
 }
 
 // clientHellos returns the first record a client sends for a full and for
@@ -136,8 +134,8 @@ func TestTokenBucket(t *testing.T) {
 // admitted; closing the first frees the slot.
 func TestHandshakeSlots(t *testing.T) {
 	full, resumed := clientHellos(t, tls.VersionTLS13)
-	var stats serverStats
-	a := newAdmission(&tenant.Server{MaxHandshakes: 1, AcceptRate: -1, HandshakeWait: tenant.Duration(100 * time.Millisecond)}, &stats, slog.New(slog.DiscardHandler))
+	var stats Stats
+	a := New(&tenant.Server{MaxHandshakes: 1, AcceptRate: -1, HandshakeWait: tenant.Duration(100 * time.Millisecond)}, &stats, slog.New(slog.DiscardHandler))
 	cfg := testServerConfig(t)
 	start := func(hello []byte) (*admitConn, net.Conn, chan error) {
 		srv, cli := net.Pipe()
@@ -161,15 +159,15 @@ func TestHandshakeSlots(t *testing.T) {
 	c2, cli2, done2 := start(full)
 	select {
 	case err := <-done2:
-		if !errors.Is(err, errShed) {
-			t.Errorf("second full handshake: %v, want errShed", err)
+		if !errors.Is(err, ErrShed) {
+			t.Errorf("second full handshake: %v, want ErrShed", err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("second full handshake was not shed")
 	}
 	c2.Close()
 	cli2.Close()
-	if n := stats.handshakesShed.Load(); n != 1 {
+	if n := stats.Shed.Load(); n != 1 {
 		t.Errorf("handshakesShed = %d, want 1", n)
 	}
 
@@ -180,7 +178,7 @@ func TestHandshakeSlots(t *testing.T) {
 		t.Errorf("resumption attempt ended early: %v", err)
 	default:
 	}
-	if n := stats.handshakesShed.Load(); n != 1 {
+	if n := stats.Shed.Load(); n != 1 {
 		t.Errorf("resumption attempt shed: handshakesShed = %d", n)
 	}
 	cli3.Close()

@@ -1,4 +1,4 @@
-package host
+package tickets
 
 import (
 	"bufio"
@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hostd/hostd/host/internal/statefile"
 )
 
 // ticketKey is one session ticket key and the time it was created.
@@ -24,7 +26,7 @@ type ticketKey struct {
 	key     [32]byte
 }
 
-// ticketKeys keeps the TLS session ticket keys in a file of the state
+// Keys keeps the TLS session ticket keys in a file of the state
 // directory (0600), one "UNIX-SECONDS HEX-KEY" line per key, newest first.
 // The newest key encrypts new tickets; a key is replaced after one
 // rotation period and still decrypts for one more, so tickets issued just
@@ -33,7 +35,7 @@ type ticketKey struct {
 // converge on the same keys: each one re-reads the file, and only the
 // first to find the newest key expired adds a new one, under a file lock.
 // Its methods are safe for concurrent use.
-type ticketKeys struct {
+type Keys struct {
 	file   string
 	period time.Duration
 	logger *slog.Logger
@@ -42,22 +44,24 @@ type ticketKeys struct {
 	last [][32]byte // keys last returned by sync
 }
 
-// defaultTicketRotation is the rotation period of a Config not made by
+// DefaultRotation is the rotation period of a Config not made by
 // tenant.Load, which sets server.ticket_rotation's default.
-const defaultTicketRotation = 24 * time.Hour
+const DefaultRotation = 24 * time.Hour
 
-func newTicketKeys(file string, period time.Duration, logger *slog.Logger) *ticketKeys {
+// New returns the keys kept in file, rotated every period (DefaultRotation
+// when period <= 0). It touches no file until Sync.
+func New(file string, period time.Duration, logger *slog.Logger) *Keys {
 	if period <= 0 {
-		period = defaultTicketRotation
+		period = DefaultRotation
 	}
-	return &ticketKeys{file: file, period: period, logger: logger}
+	return &Keys{file: file, period: period, logger: logger}
 }
 
-// sync reads the key file, rotates it when its newest key is older than
+// Sync reads the key file, rotates it when its newest key is older than
 // the period at now, drops keys older than two periods, writes it back
 // when anything changed, and returns the keys newest first. changed
 // reports whether they differ from the previous call's.
-func (tk *ticketKeys) sync(now time.Time) (keys [][32]byte, changed bool, err error) {
+func (tk *Keys) Sync(now time.Time) (keys [][32]byte, changed bool, err error) {
 	tk.mu.Lock()
 	defer tk.mu.Unlock()
 	if err := os.MkdirAll(filepath.Dir(tk.file), 0o700); err != nil {
@@ -88,7 +92,7 @@ func (tk *ticketKeys) sync(now time.Time) (keys [][32]byte, changed bool, err er
 		for _, k := range list {
 			fmt.Fprintf(&b, "%d %s\n", k.created.Unix(), hex.EncodeToString(k.key[:]))
 		}
-		if err := writeFileAtomic(tk.file, b.Bytes(), 0o600); err != nil {
+		if err := statefile.WriteAtomic(tk.file, b.Bytes(), 0o600); err != nil {
 			return nil, false, fmt.Errorf("ticket keys: %w", err)
 		}
 	}
@@ -131,9 +135,9 @@ func readTicketKeys(file string) ([]ticketKey, error) {
 	return list, nil
 }
 
-// apply syncs the keys at now and installs them in cfgs when they changed.
-func (tk *ticketKeys) apply(now time.Time, cfgs ...*tls.Config) error {
-	keys, changed, err := tk.sync(now)
+// Apply syncs the keys at now and installs them in cfgs when they changed.
+func (tk *Keys) Apply(now time.Time, cfgs ...*tls.Config) error {
+	keys, changed, err := tk.Sync(now)
 	if err != nil {
 		return err
 	}
@@ -145,20 +149,20 @@ func (tk *ticketKeys) apply(now time.Time, cfgs ...*tls.Config) error {
 	return nil
 }
 
-// run re-reads and rotates the keys until ctx is done, often enough that
+// Run re-reads and rotates the keys until ctx is done, often enough that
 // a rotation by another node sharing the file is picked up well within
 // the overlap window.
-func (tk *ticketKeys) run(ctx context.Context, cfgs ...*tls.Config) {
-	tk.watch(ctx, func(keys [][32]byte) {
+func (tk *Keys) Run(ctx context.Context, cfgs ...*tls.Config) {
+	tk.Watch(ctx, func(keys [][32]byte) {
 		for _, cfg := range cfgs {
 			cfg.SetSessionTicketKeys(keys)
 		}
 	})
 }
 
-// watch syncs the keys periodically until ctx is done and calls changed
+// Watch syncs the keys periodically until ctx is done and calls changed
 // with them whenever they differ from the last sync.
-func (tk *ticketKeys) watch(ctx context.Context, changed func(keys [][32]byte)) {
+func (tk *Keys) Watch(ctx context.Context, changed func(keys [][32]byte)) {
 	t := time.NewTicker(min(tk.period/4, time.Minute))
 	defer t.Stop()
 	for {
@@ -166,7 +170,7 @@ func (tk *ticketKeys) watch(ctx context.Context, changed func(keys [][32]byte)) 
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			keys, ok, err := tk.sync(now)
+			keys, ok, err := tk.Sync(now)
 			if err != nil {
 				tk.logger.Error("keys", "file", tk.file, "err", err)
 			} else if ok {
