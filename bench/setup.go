@@ -122,6 +122,9 @@ access_log = ""
 # handshakes/s per CPU) and max_handshakes (4 per CPU) first.
 accept_rate = -1
 max_handshakes = -1
+# A hook's file is stat'ed at most once a second, not per run: the peers
+# (ngx_lua's lua_code_cache, h2o's mruby handler) never look at it again.
+hook_check_interval = "1s"
 `, mode, filepath.Join(s.dir, "state"))
 	if err := writeFile(filepath.Join(cdir, "hostd.toml"), main, 0o644); err != nil {
 		return "", err
