@@ -200,7 +200,7 @@ func (p *slotPool) inUse() int {
 // resumption but whose ticket did not decrypt gets its handshake slot
 // here (or is shed), and cannot bypass the bound with fake tickets.
 func (a *admission) certificateHook(hello *tls.ClientHelloInfo) error {
-	c, ok := admitConnOf(hello.Conn) // tlsserve.go
+	c, ok := hello.Conn.(*admitConn)
 	if !ok || !c.claimedResume || !supportsTLS13(hello) {
 		return nil
 	}

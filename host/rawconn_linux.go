@@ -8,46 +8,46 @@ import (
 	"unsafe"
 )
 
-// Socket reads and writes of the HTTP/1.1 path without the Go runtime's
-// system call bookkeeping. A net.Conn's Read and Write enter the kernel
-// through syscall.Syscall, which marks the goroutine's P as in a system
-// call; sysmon, every 20 µs while that lasts, takes such a P away and
-// starts another thread to run the other goroutines, and the writer parks
-// when its call returns (futex wake-ups and context switches), and sysmon
-// keeps its 20 µs tick (nanosleep) as long as it finds one. A write to a
-// loopback TCP socket does the receiver's work too and takes 20-30 µs on
-// the bench VM, so with GOMAXPROCS=1 that happened for most responses.
-// These socket calls never block (the socket is non-blocking: EAGAIN is
-// waited for on the runtime's poller, deadlines included, through
-// syscall.RawConn), so they are made with syscall.RawSyscall inside the
-// RawConn callbacks: the P stays with the goroutine, as an event loop
-// keeps its thread. The wrapped connection chain (admission, write
-// progress) is used unchanged until the handshake is done and for
-// everything but Read and Write; Write still moves write_timeout's
-// deadline first (progressConn.arm).
+// Socket reads and writes of the HTTPS listener without the Go
+// runtime's system call bookkeeping. A net.Conn's Read and Write enter the
+// kernel through syscall.Syscall, which marks the goroutine's P as in a
+// system call; sysmon, every 20 µs while that lasts, takes such a P away
+// and starts another thread to run the other goroutines, and the writer
+// parks when its call returns (futex wake-ups and context switches), and
+// sysmon keeps its 20 µs tick (nanosleep) as long as it finds one. A
+// write to a loopback TCP socket does the receiver's work too and takes
+// 20-30 µs on the bench VM, so with GOMAXPROCS=1 that happened for most
+// responses. These socket calls never block (the socket is non-blocking:
+// EAGAIN is waited for on the runtime's poller, deadlines included,
+// through syscall.RawConn), so they are made with syscall.RawSyscall
+// inside the RawConn callbacks: the P stays with the goroutine, as an
+// event loop keeps its thread. rawConn is the innermost connection of the
+// HTTPS listener (withRawIO), under admission control and write_timeout's
+// progress deadline, which keep working unchanged on top of it.
 type rawConn struct {
-	net.Conn                 // the accepted connection with its wrappers
-	raw      syscall.RawConn // the TCP socket underneath
-	prog     *progressConn   // write_timeout's tracker, nil without
-	fast     bool            // set by serveTLSConn once the handshake is done
+	*net.TCPConn
+	raw syscall.RawConn
 }
 
-// newRawConn wraps c, or returns c when there is no socket underneath.
-func newRawConn(c net.Conn) net.Conn {
-	var prog *progressConn
-	inner := c
-	for {
-		switch t := inner.(type) {
-		case *progressConn:
-			prog, inner = t, t.Conn
-			continue
-		case *admitConn:
-			inner = t.Conn
-			continue
-		}
-		break
+// rawListener wraps the accepted TCP connections of a listener in
+// rawConn.
+type rawListener struct{ net.Listener }
+
+// withRawIO wraps ln's TCP connections in rawConn (server.go: under
+// admission and write progress).
+func withRawIO(ln net.Listener) net.Listener { return rawListener{ln} }
+
+func (l rawListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
 	}
-	tcp, ok := inner.(*net.TCPConn)
+	return newRawConn(c), nil
+}
+
+// newRawConn wraps c, or returns c when it is not a TCP connection.
+func newRawConn(c net.Conn) net.Conn {
+	tcp, ok := c.(*net.TCPConn)
 	if !ok {
 		return c
 	}
@@ -55,39 +55,10 @@ func newRawConn(c net.Conn) net.Conn {
 	if err != nil {
 		return c
 	}
-	return &rawConn{Conn: c, raw: raw, prog: prog}
-}
-
-// goFast switches c (if it is a rawConn) to raw reads and writes; the
-// handshake is done. Admission must be over: a connection still holding
-// a handshake slot keeps its wrappers' Read.
-func goFast(c net.Conn) {
-	rc, ok := c.(*rawConn)
-	if !ok {
-		return
-	}
-	for inner := rc.Conn; ; {
-		switch t := inner.(type) {
-		case *progressConn:
-			inner = t.Conn
-			continue
-		case *admitConn:
-			t.mu.Lock()
-			admitted := t.state == stateAdmitted && len(t.hello) == 0
-			t.mu.Unlock()
-			if !admitted {
-				return
-			}
-		}
-		break
-	}
-	rc.fast = true
+	return &rawConn{TCPConn: tcp, raw: raw}
 }
 
 func (c *rawConn) Read(p []byte) (int, error) {
-	if !c.fast {
-		return c.Conn.Read(p)
-	}
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -118,12 +89,6 @@ func (c *rawConn) Read(p []byte) (int, error) {
 }
 
 func (c *rawConn) Write(p []byte) (int, error) {
-	if !c.fast {
-		return c.Conn.Write(p)
-	}
-	if c.prog != nil {
-		c.prog.arm()
-	}
 	n := 0
 	var errno syscall.Errno
 	err := c.raw.Write(func(fd uintptr) bool {
@@ -150,9 +115,6 @@ func (c *rawConn) Write(p []byte) (int, error) {
 	}
 	return n, nil
 }
-
-// wrapped returns the connection chain under c (admitConnOf).
-func (c *rawConn) wrapped() net.Conn { return c.Conn }
 
 func (c *rawConn) opError(op string, err error) error {
 	return &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}

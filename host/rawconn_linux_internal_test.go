@@ -3,30 +3,27 @@ package host
 import (
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"testing"
 	"time"
-
-	"github.com/hostd/hostd/tenant"
 )
 
-// TestRawConn: under admission and write progress, a rawConn reads and
-// writes through its wrappers until goFast, and only once admission is
-// over; then raw reads and writes move the bytes (a 4 MiB write larger
-// than the socket buffers, so EAGAIN is waited for), the write progress
-// deadline is still armed, a read deadline times out as a net.Error, and
-// the peer's close is io.EOF.
+// TestRawConn: the HTTPS listener's rawConn under write progress moves
+// the bytes with raw reads and writes (a 4 MiB write larger than the
+// socket buffers, so EAGAIN is waited for), progressConn still arms its
+// deadline, a read deadline times out as a net.Error, the peer's close is
+// io.EOF, and the socket stays reachable for admission's clientGone.
 func TestRawConn(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	tcpLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	ln := withRawIO(tcpLn)
 	defer ln.Close()
 	peerc := make(chan net.Conn, 1)
 	go func() {
-		c, err := net.Dial("tcp", ln.Addr().String())
+		c, err := net.Dial("tcp", tcpLn.Addr().String())
 		if err != nil {
 			t.Error(err)
 		}
@@ -38,28 +35,15 @@ func TestRawConn(t *testing.T) {
 	}
 	peer := <-peerc
 	defer peer.Close()
+	if _, ok := sc.(*rawConn); !ok {
+		t.Fatalf("accepted %T, want *rawConn", sc)
+	}
 	prog := &progressConn{Conn: sc, timeout: time.Minute}
-	var stats serverStats
-	a := newAdmission(&tenant.Server{MaxHandshakes: -1, AcceptRate: -1}, &stats, slog.New(slog.DiscardHandler))
-	ac := &admitConn{Conn: prog, a: a, state: stateHolding}
-	c := newRawConn(ac)
-	rc, ok := c.(*rawConn)
-	if !ok || rc.prog != prog {
-		t.Fatalf("newRawConn: %T %+v", c, c)
-	}
-	if got, ok := admitConnOf(c); !ok || got != ac {
-		t.Fatal("admitConnOf does not see through the wrapper")
-	}
-	goFast(c)
-	if rc.fast {
-		t.Fatal("fast while admission holds a handshake slot")
-	}
-	ac.state = stateAdmitted
-	goFast(c)
-	if !rc.fast {
-		t.Fatal("not fast after admission")
-	}
+	var c net.Conn = prog
 	defer c.Close()
+	if clientGone(sc) {
+		t.Fatal("clientGone on a live connection")
+	}
 
 	big := make([]byte, 4<<20)
 	for i := range big {
@@ -94,5 +78,8 @@ func TestRawConn(t *testing.T) {
 	peer.Close()
 	if n, err := c.Read(buf); n != 0 || err != io.EOF {
 		t.Fatalf("read after the peer's close: %d, %v", n, err)
+	}
+	if !clientGone(sc) {
+		t.Error("clientGone does not see the peer's close through rawConn")
 	}
 }

@@ -104,7 +104,6 @@ func isTemporary(err error) bool {
 // serveTLSConn does the handshake of c under the handshake timeout, then
 // hands it to HTTP/2 or serves it as HTTP/1.x.
 func (s *Server) serveTLSConn(c net.Conn) {
-	c = newRawConn(c) // rawconn_linux.go
 	tc := tls.Server(c, s.tlsConfig)
 	if d := s.tlsHandshakeTimeout(); d > 0 {
 		dl := time.Now().Add(d)
@@ -127,7 +126,6 @@ func (s *Server) serveTLSConn(c net.Conn) {
 	c.SetWriteDeadline(time.Time{})
 	switch tc.ConnectionState().NegotiatedProtocol {
 	case "", "http/1.1":
-		goFast(c)
 		s.serveH1(tc)
 	default: // "h2", acmeALPN: net/http (it sees the handshake done)
 		s.h2ln.hand(tc)
@@ -142,15 +140,4 @@ func recordLooksLikeHTTP(hdr [5]byte) bool {
 		return true
 	}
 	return false
-}
-
-// admitConnOf returns the admission state of a connection given to the
-// TLS stack (ClientHelloInfo.Conn), under rawConn's wrapper if there is
-// one.
-func admitConnOf(c net.Conn) (*admitConn, bool) {
-	if w, ok := c.(interface{ wrapped() net.Conn }); ok {
-		c = w.wrapped()
-	}
-	ac, ok := c.(*admitConn)
-	return ac, ok
 }
