@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hostd/hostd/tenant"
 )
@@ -114,9 +115,12 @@ func (s *site) writeConfig(mode string) (string, error) {
 	// Overload protection off (-1): the bench measures what a mode can do,
 	// and the new-connection transports would otherwise meet accept_rate
 	// (1000 full handshakes/s per CPU) and max_handshakes (4 per CPU) first.
+	// A hook's file is stat'ed at most once a second, not per run: the peers
+	// (ngx_lua's lua_code_cache, h2o's mruby handler) never look at it again.
 	main := tenant.MainFile{Server: tenant.Server{ListenHTTPS: "127.0.0.1:0", ListenHTTP: "127.0.0.1:0",
 		StateDir: filepath.Join(s.dir, "state"), VHosts: "vhosts.d/*.toml", DefaultSandbox: "none",
-		AcceptRate: -1, MaxHandshakes: -1}}
+		AcceptRate: -1, MaxHandshakes: -1,
+		HookCheckInterval: tenant.Duration(time.Second)}}
 	if err := tenant.WriteFile(filepath.Join(cdir, "hostd.toml"), main); err != nil {
 		return "", err
 	}

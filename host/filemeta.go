@@ -1,10 +1,10 @@
 package host
 
 import (
+	"io"
 	"io/fs"
 	"mime"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -56,7 +56,7 @@ func keyOf(fi fs.FileInfo) (fileKey, bool) {
 }
 
 // meta returns the header values of the open file f with info fi.
-func (c *fileMetas) meta(fi fs.FileInfo, f *os.File) *fileMeta {
+func (c *fileMetas) meta(fi fs.FileInfo, f io.ReaderAt) *fileMeta {
 	k, ok := keyOf(fi)
 	if ok {
 		c.mu.RLock()
@@ -81,7 +81,7 @@ func (c *fileMetas) meta(fi fs.FileInfo, f *os.File) *fileMeta {
 // newFileMeta computes what http.ServeContent would send: an nginx-like
 // validator (mtime and size in hex), Last-Modified unless the mtime is
 // zero, the type by extension or else sniffed from the first 512 bytes.
-func newFileMeta(fi fs.FileInfo, f *os.File) *fileMeta {
+func newFileMeta(fi fs.FileInfo, f io.ReaderAt) *fileMeta {
 	mt := fi.ModTime()
 	m := &fileMeta{
 		etag:          []string{`"` + strconv.FormatInt(mt.Unix(), 16) + "-" + strconv.FormatInt(fi.Size(), 16) + `"`},

@@ -198,7 +198,7 @@ func (s *Server) Listen() error {
 	}
 	// Admission outermost: its certificate hook finds its *admitConn as
 	// the ClientHello's conn; the write progress deadline inside it.
-	s.httpsLn = s.admit.Wrap(withProgressTimeout(ln, s.cfg.Server.WriteTimeout.Std())) // capacity.go
+	s.httpsLn = s.admit.Wrap(withProgressTimeout(withRawIO(ln), s.cfg.Server.WriteTimeout.Std())) // capacity.go, rawconn_linux.go
 	_, s.httpsPort, _ = net.SplitHostPort(ln.Addr().String())
 	s.h2ln = newConnListener(ln.Addr())
 	if s.httpSrv != nil {

@@ -32,11 +32,19 @@ func (v *vhost) serveStatic(w http.ResponseWriter, r *http.Request, upath string
 		httpError(w, http.StatusBadRequest, "invalid path")
 		return
 	}
-	f, fi, err := v.open(name)
+	fd, fi, err := v.static.OpenFDStat(name)
 	if err != nil {
 		v.openError(w, name, err)
 		return
 	}
+	if !fi.IsDir() && plainRequest(r) {
+		// The common case on the bare descriptor (no *os.File).
+		defer syscall.Close(fd)
+		fr := &fdReader{fd: fd}
+		v.sendPlain(w, r, fr, fi)
+		return
+	}
+	f := os.NewFile(uintptr(fd), name)
 	defer f.Close()
 	if fi.IsDir() {
 		if !strings.HasSuffix(r.URL.Path, "/") {
@@ -113,26 +121,12 @@ func (v *vhost) openError(w http.ResponseWriter, name string, err error) {
 // make a multipart answer many times the size of the request and of the
 // file.
 func (v *vhost) sendFile(w http.ResponseWriter, r *http.Request, f *os.File, fi fs.FileInfo) {
-	m := v.files.meta(fi, f)
-	h := w.Header()
-	if !hasConditions(r.Header) && fi.Mode().IsRegular() {
-		h["Etag"] = m.etag
-		if m.lastModified != nil {
-			h["Last-Modified"] = m.lastModified
-		}
-		if _, ok := h["Content-Type"]; !ok {
-			h["Content-Type"] = m.contentType
-		}
-		h["Accept-Ranges"] = acceptRangesBytes
-		if h.Get("Content-Encoding") == "" {
-			h["Content-Length"] = m.contentLength
-		}
-		w.WriteHeader(http.StatusOK)
-		if r.Method != http.MethodHead {
-			io.CopyN(w, f, fi.Size())
-		}
+	if plainRequest(r) && fi.Mode().IsRegular() {
+		v.sendPlain(w, r, f, fi)
 		return
 	}
+	m := v.files.meta(fi, f)
+	h := w.Header()
 	h["Etag"] = m.etag
 	if maxRanges := v.cfg.Limits.MaxRanges; maxRanges > 0 {
 		if rng := r.Header.Get("Range"); rng != "" && strings.Count(rng, ",") >= maxRanges {
@@ -143,6 +137,85 @@ func (v *vhost) sendFile(w http.ResponseWriter, r *http.Request, f *os.File, fi 
 		}
 	}
 	http.ServeContent(w, r, fi.Name(), fi.ModTime(), f)
+}
+
+// plainRequest reports whether r is a GET or HEAD without a range or a
+// precondition: sendPlain answers it.
+func plainRequest(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && !hasConditions(r.Header)
+}
+
+// fileReader is an open regular file: *os.File or fdReader.
+type fileReader interface {
+	io.Reader
+	io.ReaderAt
+}
+
+// sendPlain answers a plainRequest for the regular file f from its
+// precomputed header fields, the body read from offset 0.
+func (v *vhost) sendPlain(w http.ResponseWriter, r *http.Request, f fileReader, fi fs.FileInfo) {
+	m := v.files.meta(fi, f)
+	h := w.Header()
+	h["Etag"] = m.etag
+	if m.lastModified != nil {
+		h["Last-Modified"] = m.lastModified
+	}
+	if _, ok := h["Content-Type"]; !ok {
+		h["Content-Type"] = m.contentType
+	}
+	h["Accept-Ranges"] = acceptRangesBytes
+	if h.Get("Content-Encoding") == "" {
+		h["Content-Length"] = m.contentLength
+	}
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		io.CopyN(w, f, fi.Size())
+	}
+}
+
+// fdReader reads a bare descriptor of a regular file with pread(2), from
+// offset 0 on; the caller closes the descriptor.
+type fdReader struct {
+	fd  int
+	off int64
+}
+
+func (f *fdReader) Read(p []byte) (int, error) {
+	n, err := f.pread(p, f.off)
+	f.off += int64(n)
+	return n, err
+}
+
+// ReadAt fills p from off, or returns an error (io.EOF at the end).
+func (f *fdReader) ReadAt(p []byte, off int64) (int, error) {
+	done := 0
+	for done < len(p) {
+		n, err := f.pread(p[done:], off+int64(done))
+		done += n
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// pread is one pread(2): io.EOF at the end, EINTR retried.
+func (f *fdReader) pread(p []byte, off int64) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	for {
+		n, err := syscall.Pread(f.fd, p, off)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			return 0, &fs.PathError{Op: "read", Path: "static file", Err: err}
+		case n == 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
 }
 
 func (v *vhost) listDir(w http.ResponseWriter, r *http.Request, dir *os.File) {

@@ -166,6 +166,7 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 		st := s.states.get(vc.ServerName)
 		v.shared, v.scripts = st.shared, st.scripts
 		v.shared.SetMaxBytes(int64(vc.Limits.SharedDictSize))
+		v.scripts.SetCheckInterval(s.cfg.Server.HookCheckInterval.Std())
 		if v.sessions, err = newSessions(s, vc); err != nil {
 			return nil, err
 		}

@@ -326,6 +326,20 @@ func (f *FS) OpenFileStat(name string, flag int, perm os.FileMode) (*os.File, fs
 	return os.NewFile(uintptr(fd), name), fileInfoFromStat(path.Base(name), &st), nil
 }
 
+// OpenFDStat opens name for reading like OpenFileStat but returns the
+// bare descriptor, which the caller closes with syscall.Close: no
+// *os.File, so none of its fcntl(2), its epoll registration attempt, its
+// allocations and cleanup (the static file path's per-request cost). The
+// gate's checks are OpenFileStat's: only regular files and directories.
+func (f *FS) OpenFDStat(name string) (int, fs.FileInfo, error) {
+	var st syscall.Stat_t
+	fd, err := f.openFD("open", name, os.O_RDONLY, 0, &st)
+	if err != nil {
+		return -1, nil, err
+	}
+	return fd, fileInfoFromStat(path.Base(name), &st), nil
+}
+
 // OpenFile opens name with flag (os.O_RDONLY, os.O_WRONLY|os.O_CREATE ...)
 // and, when creating, permissions perm. It refuses FIFOs, sockets and
 // devices with ErrNotRegular. The file is in non-blocking mode, which for

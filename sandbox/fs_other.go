@@ -59,6 +59,9 @@ func (f *FS) OpenFileStat(name string, flag int, perm os.FileMode) (*os.File, fs
 	return nil, nil, ErrUnsupported
 }
 
+// OpenFDStat returns ErrUnsupported.
+func (f *FS) OpenFDStat(name string) (int, fs.FileInfo, error) { return -1, nil, ErrUnsupported }
+
 // OpenFile returns ErrUnsupported.
 func (f *FS) OpenFile(name string, flag int, perm os.FileMode) (*os.File, error) {
 	return nil, ErrUnsupported

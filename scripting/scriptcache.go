@@ -80,14 +80,26 @@ var ErrNeverCompiled = errors.New("scripting: hook has no working version")
 type ScriptStore struct {
 	mu     sync.Mutex
 	caches map[string]any // language -> *ScriptCache[T]
+	check  atomic.Int64   // SetCheckInterval's value, nanoseconds
 }
+
+// SetCheckInterval sets how long a hook file's version, once checked, is
+// trusted without checking it again (server.hook_check_interval): 0, the
+// default, stats the file through the gate at every run, so a saved hook
+// is live at the next request; d > 0 stats it at most once per d per
+// file (as PHP's opcache.revalidate_freq and nginx's
+// open_file_cache_valid do), so a change may take up to d to be seen.
+// The stat is not an access check: when it fails, the last compiled
+// version keeps running either way, so skipping it lets nothing run that
+// would not have run. It applies to the store's caches at once.
+func (s *ScriptStore) SetCheckInterval(d time.Duration) { s.check.Store(int64(max(d, 0))) }
 
 // CacheFor returns store's cache for lang, made on first use; a nil store
 // gives a new cache of the caller's own. Engines of one language must use
 // the same T.
 func CacheFor[T any](store *ScriptStore, lang string) *ScriptCache[T] {
 	if store == nil {
-		return new(ScriptCache[T])
+		return &ScriptCache[T]{epoch: time.Now()}
 	}
 	store.mu.Lock()
 	defer store.mu.Unlock()
@@ -97,7 +109,7 @@ func CacheFor[T any](store *ScriptStore, lang string) *ScriptCache[T] {
 	if store.caches == nil {
 		store.caches = make(map[string]any)
 	}
-	c := new(ScriptCache[T])
+	c := &ScriptCache[T]{store: store, epoch: time.Now()}
 	store.caches[lang] = c
 	return c
 }
@@ -106,9 +118,11 @@ func CacheFor[T any](store *ScriptStore, lang string) *ScriptCache[T] {
 // and the file version (modification time and size) it was made from. It
 // is safe for concurrent use.
 type ScriptCache[T any] struct {
-	mu  sync.RWMutex
-	m   map[string]*cachedScript[T]
-	seq atomic.Uint64
+	mu    sync.RWMutex
+	m     map[string]*cachedScript[T]
+	seq   atomic.Uint64
+	store *ScriptStore // its check interval; nil: check at every Load
+	epoch time.Time    // the origin of cachedScript.checked (monotonic)
 }
 
 // NextVersion returns a number no other call on c returned, for engines
@@ -124,10 +138,17 @@ type cachedScript[T any] struct {
 	// already logged; val stays in use until the file changes.
 	badModTime time.Time
 	badSize    int64
+	// checked is when the file was last stat'ed and found to be this
+	// version (or the bad one), as time since the cache's epoch.
+	checked atomic.Int64
 }
 
+// since returns the monotonic time since c's epoch, in nanoseconds.
+func (c *ScriptCache[T]) since() int64 { return int64(time.Since(c.epoch)) }
+
 // Load returns the cached form of the hook file path, which it stats
-// through the tenant's file gate fsys. When the file changed since (or was
+// through the tenant's file gate fsys (at most once per the store's check
+// interval, SetCheckInterval, when that is set). When the file changed since (or was
 // never loaded), compile makes it anew; when that fails, or the file cannot
 // be read any more, and an older form is cached, the error is logged once
 // per file version (as "<lang> hook has an error; still using the previous
@@ -137,21 +158,48 @@ func (c *ScriptCache[T]) Load(fsys FS, path string, log *slog.Logger, lang strin
 	var zero T
 	var mt time.Time
 	var size int64
+	var now int64
+	if c.store != nil {
+		if iv := c.store.check.Load(); iv > 0 {
+			now = c.since()
+			c.mu.RLock()
+			s := c.m[path]
+			fresh := s != nil && now-s.checked.Load() < iv
+			var val T
+			if fresh {
+				val = s.val
+			}
+			c.mu.RUnlock()
+			if fresh {
+				return val, nil
+			}
+		}
+	}
 	fi, statErr := fsys.Stat(path)
 	if statErr != nil {
 		mt, size = time.Time{}, -1 // a version of its own: "missing"
 	} else {
 		mt, size = fi.ModTime(), fi.Size()
 	}
+	if now == 0 {
+		now = c.since()
+	}
 	c.mu.RLock()
 	s := c.m[path]
-	var cur cachedScript[T]
+	var cur struct {
+		val        T
+		modTime    time.Time
+		size       int64
+		badModTime time.Time
+		badSize    int64
+	}
 	if s != nil {
-		cur = *s
+		cur.val, cur.modTime, cur.size, cur.badModTime, cur.badSize = s.val, s.modTime, s.size, s.badModTime, s.badSize
 	}
 	c.mu.RUnlock()
 	if s != nil && (statErr == nil && cur.modTime.Equal(mt) && cur.size == size ||
 		cur.badModTime.Equal(mt) && cur.badSize == size) {
+		s.checked.Store(now)
 		return cur.val, nil
 	}
 	var val T
@@ -167,6 +215,7 @@ func (c *ScriptCache[T]) Load(fsys FS, path string, log *slog.Logger, lang strin
 		c.mu.Lock()
 		if s2 := c.m[path]; s2 != nil {
 			s2.badModTime, s2.badSize = mt, size
+			s2.checked.Store(now)
 		}
 		c.mu.Unlock()
 		return cur.val, nil
@@ -175,7 +224,9 @@ func (c *ScriptCache[T]) Load(fsys FS, path string, log *slog.Logger, lang strin
 	if c.m == nil {
 		c.m = make(map[string]*cachedScript[T])
 	}
-	c.m[path] = &cachedScript[T]{val: val, modTime: mt, size: size}
+	ns := &cachedScript[T]{val: val, modTime: mt, size: size}
+	ns.checked.Store(now)
+	c.m[path] = ns
 	c.mu.Unlock()
 	return val, nil
 }

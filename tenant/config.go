@@ -149,6 +149,11 @@ type Server struct {
 	// TicketRotation is the TLS session ticket key rotation period
 	// (default 24h); the previous key still decrypts for one more period.
 	TicketRotation Duration `toml:"ticket_rotation,omitzero"`
+	// HookCheckInterval is how long a hook file's version, once checked,
+	// is trusted before it is stat'ed again (default 0: at every run, a
+	// saved hook is live at the next request; e.g. "1s" saves a stat per
+	// hook run, docs/performance.md).
+	HookCheckInterval Duration `toml:"hook_check_interval,omitzero"`
 
 	// TLSProfile is the TLS profile of every vhost that sets none:
 	// "intermediate" (default: Mozilla's intermediate, TLS 1.2 with

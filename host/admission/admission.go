@@ -356,7 +356,7 @@ func (c *admitConn) admit() error {
 		return nil
 	}
 	ok, waited, cause := c.a.acquireFull(context.Background())
-	if ok && waited && clientGone(c.Conn) {
+	if ok && waited && ClientGone(c.Conn) {
 		// The client gave up while queued: no handshake for nobody.
 		c.a.releaseFull()
 		ok, cause = false, "client gone"

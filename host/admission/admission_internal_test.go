@@ -254,19 +254,19 @@ func TestClientGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	if clientGone(srv) {
+	if ClientGone(srv) {
 		t.Error("idle client reported gone")
 	}
 	cli.Write([]byte("x"))
 	time.Sleep(20 * time.Millisecond)
-	if clientGone(srv) {
+	if ClientGone(srv) {
 		t.Error("client with pending data reported gone")
 	}
 	if b := make([]byte, 1); func() bool { n, _ := srv.Read(b); return n != 1 }() {
-		t.Error("clientGone consumed the pending byte")
+		t.Error("ClientGone consumed the pending byte")
 	}
 	cli.Close()
-	for deadline := time.Now().Add(5 * time.Second); !clientGone(srv); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); !ClientGone(srv); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("closed client not reported gone")
 		}

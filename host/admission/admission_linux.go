@@ -7,10 +7,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// clientGone reports whether the peer of c has closed or reset the
+// ClientGone reports whether the peer of c has closed or reset the
 // connection, without consuming data: a non-blocking MSG_PEEK that finds
 // EOF or an error.
-func clientGone(c net.Conn) bool {
+func ClientGone(c net.Conn) bool {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return false

@@ -4,6 +4,6 @@ package admission
 
 import "net"
 
-// clientGone is not implemented here: a queued handshake whose client
+// ClientGone is not implemented here: a queued handshake whose client
 // gave up is still performed.
-func clientGone(net.Conn) bool { return false }
+func ClientGone(net.Conn) bool { return false }
