@@ -32,19 +32,27 @@ type Pool interface {
 	Close()
 }
 
-// PoolOf returns the Pool whose Engine and Close are engine and close (an
-// engine package's *Pool methods).
-func PoolOf[E Engine](engine func(Config) E, close func()) Pool {
-	return poolFuncs[E]{engine, close}
+// enginePool is what an engine package's *Pool offers.
+type enginePool[E Engine] interface {
+	Engine(Config) E
+	Close()
 }
 
-type poolFuncs[E Engine] struct {
-	engine func(Config) E
-	close  func()
+// LanguageOf returns the Language of the hook files ending in ext whose
+// engines newEngine makes on their own VMs and newPool's pools make on
+// shared ones (an engine package's New and NewPool).
+func LanguageOf[E Engine, P enginePool[E]](ext string, newEngine func(Config) E, newPool func(maxIdle int) P) Language {
+	return Language{
+		Ext:     ext,
+		New:     func(cfg Config) Engine { return newEngine(cfg) },
+		NewPool: func(maxIdle int) Pool { return poolOf[E, P]{newPool(maxIdle)} },
+	}
 }
 
-func (p poolFuncs[E]) Engine(cfg Config) Engine { return p.engine(cfg) }
-func (p poolFuncs[E]) Close()                   { p.close() }
+type poolOf[E Engine, P enginePool[E]] struct{ p P }
+
+func (p poolOf[E, P]) Engine(cfg Config) Engine { return p.p.Engine(cfg) }
+func (p poolOf[E, P]) Close()                   { p.p.Close() }
 
 // Engines are the hook languages a server knows, one per extension. A
 // value is built once (scripting/engines.Builtin) and only read after.

@@ -82,14 +82,7 @@ func (p *Pool) Close() { p.vms.Close() }
 
 // Language returns the Lua hook language (.lua files) for scripting.Engines.
 func Language() scripting.Language {
-	return scripting.Language{
-		Ext: ".lua",
-		New: func(cfg scripting.Config) scripting.Engine { return New(cfg) },
-		NewPool: func(maxIdle int) scripting.Pool {
-			p := NewPool(maxIdle)
-			return scripting.PoolOf(p.Engine, p.Close)
-		},
-	}
+	return scripting.LanguageOf(".lua", New, NewPool)
 }
 
 // Run runs the hook file path in phase for req; see scripting.Engine.

@@ -153,14 +153,7 @@ func (p *Pool) Close() { p.vms.Close() }
 
 // Language returns the mruby hook language (.rb files) for scripting.Engines.
 func Language() scripting.Language {
-	return scripting.Language{
-		Ext: ".rb",
-		New: func(cfg scripting.Config) scripting.Engine { return New(cfg) },
-		NewPool: func(maxIdle int) scripting.Pool {
-			p := NewPool(maxIdle)
-			return scripting.PoolOf(p.Engine, p.Close)
-		},
-	}
+	return scripting.LanguageOf(".rb", New, NewPool)
 }
 
 // Run runs the hook file path in phase for req; see scripting.Engine.

@@ -49,13 +49,7 @@ func (p *Pool) Close() {}
 // Language returns the mruby hook language (.rb files) of a build without
 // mruby: its engines fail with Err, which wraps scripting.ErrNotSupported.
 func Language() scripting.Language {
-	return scripting.Language{
-		Ext: ".rb",
-		New: func(cfg scripting.Config) scripting.Engine { return New(cfg) },
-		NewPool: func(maxIdle int) scripting.Pool {
-			p := NewPool(maxIdle)
-			return scripting.PoolOf(p.Engine, p.Close)
-		},
-		Err: errNoMruby,
-	}
+	l := scripting.LanguageOf(".rb", New, NewPool)
+	l.Err = errNoMruby
+	return l
 }
