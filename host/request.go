@@ -69,13 +69,7 @@ func (h *hookRequest) SetPath(p string) error {
 	if h.resp.done() {
 		return errors.New("set_path: the response was already sent")
 	}
-	path, query, hasQuery := strings.Cut(p, "?")
-	if !strings.HasPrefix(path, "/") {
-		return fmt.Errorf("set_path: path %q must start with '/'", path)
-	}
-	if strings.ContainsAny(path, "\x00") {
-		return errors.New("set_path: path contains NUL")
-	}
+	path, query, hasQuery := strings.Cut(p, "?") // scripting.Hook checked path
 	h.path = path
 	if hasQuery {
 		h.query = query

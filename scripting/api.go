@@ -54,7 +54,8 @@ type Request interface {
 	// Path is the current, decoded request path (after internal rewrites).
 	Path() string
 	// SetPath rewrites the path internally (rewrite phase); the query, if
-	// p has one after '?', replaces the current query.
+	// p has one after '?', replaces the current query. scripting.Hook has
+	// checked that the path starts with '/' and holds no NUL.
 	SetPath(p string) error
 	// Query is the raw query string, without '?'.
 	Query() string

@@ -139,6 +139,13 @@ func (h *Hook) SetPath(p string) error {
 	if h.Phase != PhaseRewrite {
 		return errRewriteOnly
 	}
+	path, _, _ := strings.Cut(p, "?")
+	if !strings.HasPrefix(path, "/") {
+		return hostError(fmt.Errorf("set_path: path %q must start with '/'", path))
+	}
+	if strings.IndexByte(path, 0) >= 0 {
+		return hostError(errors.New("set_path: path contains NUL"))
+	}
 	return hostError(h.Req.SetPath(p))
 }
 

@@ -32,9 +32,6 @@ func (r *request) URI() string    { return r.uri }
 func (r *request) Path() string   { return r.path }
 
 func (r *request) SetPath(p string) error {
-	if !strings.HasPrefix(p, "/") {
-		return errors.New("path must start with /")
-	}
 	p, q, hasQ := strings.Cut(p, "?")
 	r.path = p
 	if hasQ {

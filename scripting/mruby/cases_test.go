@@ -50,6 +50,8 @@ r.write(r.headers_out["x-foo"])`,
 	"basic_auth_malformed":     "u = r.basic_auth\nr.write(u.inspect)",
 	"set_path":                 "r.set_path(\"/new/index.html?b=2\")\nr.write(r.path, \" \", r.args[\"b\"])",
 	"set_path_outside_rewrite": `r.set_path("/x")`,
+	"set_path_relative":        `r.set_path("../etc/passwd")`,
+	"set_path_nul":             `r.set_path("/a\0b")`,
 	"vars": `r.write(r.vars["user"], r.vars["n"])
 r.vars["flag"] = true
 r.vars["count"] = r.vars["n"] + 1

@@ -126,6 +126,12 @@ r:write(r.headers_out["x-foo"])`,
 		{Name: "set_path_outside_rewrite", Phase: content,
 			Lua:  `r:set_path("/x")`,
 			Want: Want{Err: "rewrite phase", ErrLine: 1}},
+		{Name: "set_path_relative", Phase: rewrite, Req: RequestOptions{URI: "/old"},
+			Lua:  `r:set_path("../etc/passwd")`,
+			Want: Want{Err: "must start with '/'", ErrLine: 1, Path: "/old"}},
+		{Name: "set_path_nul", Phase: rewrite, Req: RequestOptions{URI: "/old"},
+			Lua:  `r:set_path("/a\0b")`,
+			Want: Want{Err: "contains NUL", ErrLine: 1, Path: "/old"}},
 		{Name: "vars", Phase: access, Req: RequestOptions{Vars: map[string]any{"user": "bob", "n": int64(2)}},
 			Lua: `r:write(r.vars.user, r.vars.n)
 r.vars.flag = true

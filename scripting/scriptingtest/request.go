@@ -2,7 +2,6 @@ package scriptingtest
 
 import (
 	"bytes"
-	"errors"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -107,11 +106,8 @@ func (r *Request) Method() string { return r.opt.Method }
 func (r *Request) URI() string    { return r.opt.URI }
 func (r *Request) Path() string   { return r.path }
 
-// SetPath rewrites the path; p must start with '/'.
+// SetPath rewrites the path (scripting.Hook checked it).
 func (r *Request) SetPath(p string) error {
-	if !strings.HasPrefix(p, "/") {
-		return errors.New("path must start with /")
-	}
 	path, q, hasQ := strings.Cut(p, "?")
 	r.path = path
 	if hasQ {
