@@ -197,7 +197,7 @@ func (c *Client) do(ctx context.Context, r *scripting.HTTPRequest) (*scripting.H
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, timeoutError(ctx, err)
 	}
 	defer resp.Body.Close()
 	max := c.maxBody
@@ -206,11 +206,27 @@ func (c *Client) do(ctx context.Context, r *scripting.HTTPRequest) (*scripting.H
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
 	if err != nil {
-		return nil, fmt.Errorf("read response body: %w", err)
+		return nil, timeoutError(ctx, fmt.Errorf("read response body: %w", err))
 	}
 	if int64(len(b)) > max {
 		return nil, fmt.Errorf("%w (more than %d bytes)", ErrTooLarge, max)
 	}
 	c.Stats.BytesRecv.Add(uint64(len(b)))
 	return &scripting.HTTPResponse{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
+}
+
+// ErrTimeout is the error of a request that ran out of time: its timeout
+// or the run's deadline passed while it dialled, shook hands, waited for
+// the answer or read the body.
+var ErrTimeout = errors.New("outbound: request timed out (deadline exceeded)")
+
+// timeoutError gives err one message whichever step the deadline stopped:
+// a dial reports "i/o timeout", the transport "context deadline exceeded"
+// or "Client.Timeout exceeded", so a hook matches on one string.
+func timeoutError(ctx context.Context, err error) error {
+	var ne net.Error
+	if ctx.Err() == context.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return fmt.Errorf("%w: %w", ErrTimeout, err)
+	}
+	return err
 }

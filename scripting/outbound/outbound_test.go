@@ -226,3 +226,50 @@ func TestProtectedStore(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestTimeoutError: whichever step the deadline stops (the TLS handshake
+// with a server that accepts and never answers, or the wait for the
+// response), the error is ErrTimeout, so a hook matches one message.
+func TestTimeoutError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var conns []net.Conn
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				for _, c := range conns {
+					c.Close()
+				}
+				return
+			}
+			conns = append(conns, c) // accepted, never answered
+		}
+	}()
+	defer func() { ln.Close(); <-done }()
+	c, hdr := scriptingtest.StartHTTP(t)
+	oc, err := outbound.New(outbound.Options{Allow: []string{"127.0.0.2"}, MaxBody: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oc.Close()
+	for _, tc := range []struct {
+		name   string
+		client scripting.HTTPClient
+		url    string
+	}{
+		{"handshake", oc, "https://" + ln.Addr().String() + "/"},
+		{"response", c, hdr["X-Base"] + "/slow"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		_, err := tc.client.Do(ctx, &scripting.HTTPRequest{Method: "GET", URL: tc.url})
+		cancel()
+		if !errors.Is(err, outbound.ErrTimeout) {
+			t.Errorf("%s: err = %v, want ErrTimeout", tc.name, err)
+		}
+	}
+}

@@ -35,16 +35,20 @@ func StartHTTP(t testing.TB) (scripting.HTTPClient, map[string]string) {
 		w.WriteHeader(201)
 		w.Write([]byte(r.Method + " " + r.Header.Get("Content-Type") + " " + string(b)))
 	})
+	// /slow answers only when the test ends (never within a case's
+	// timeout), whatever its request context says.
+	release := make(chan struct{})
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		select {
-		case <-time.After(5 * time.Second):
-		case <-r.Context().Done():
+		case <-time.After(30 * time.Second):
+		case <-release:
 		}
 	})
 	mux.HandleFunc("/to", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, r.URL.Query().Get("u"), http.StatusFound)
 	})
 	srv, pool := TLSServer(t, "127.0.0.2:0", mux)
+	t.Cleanup(func() { close(release) }) // before the server's Close, which waits for handlers
 	res := DNSServer(t, map[string]string{"api.test": "127.0.0.2", "redis.test": "127.0.0.1", "meta.test": "169.254.169.254"})
 	c, err := outbound.New(outbound.Options{
 		Allow:     []string{"127.0.0.2", "api.test", "redis.test", "meta.test"},
