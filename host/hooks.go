@@ -80,7 +80,9 @@ func (v *vhost) runPhase(ctx context.Context, phase scripting.Phase, hr *hookReq
 		var res scripting.Result
 		var err error
 		if gerr := v.gate.run(ctx, v.cpuT, func(ctx context.Context) { // cpugate.go
+			hr.runCtx = ctx
 			res, err = hk.engine.Run(ctx, phase, hk.cfg.File, hr)
+			hr.runCtx = nil
 		}); gerr != nil {
 			err = gerr
 		}

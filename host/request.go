@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -31,7 +32,17 @@ type hookRequest struct {
 	vars        map[string]any
 	sess        *session.Session // r.session, nil until used (session.go)
 	sessCookie  string           // the session's Set-Cookie, "" when none
+	// runCtx is the context of the hook run in progress (it carries the
+	// run's place in the CPU gate), nil between runs.
+	runCtx context.Context
 }
+
+// pauseWritesAfter is how much of a hook's output goes to the client
+// before a write may wait for it: the first bytes fit in the
+// connection's buffers, so only writes past them give the run's CPU
+// share back while they wait (a client that reads slowly, or not at all,
+// holds its own request, not the tenant's share).
+const pauseWritesAfter = 32 << 10
 
 func newHookRequest(v *vhost, w http.ResponseWriter, r *http.Request) *hookRequest {
 	return &hookRequest{r: r, resp: hookResponse{w: w}, v: v, path: r.URL.Path, query: r.URL.RawQuery}
@@ -90,7 +101,10 @@ func (h *hookRequest) Body() ([]byte, error) {
 		return nil, nil
 	}
 	limit := int64(h.v.cfg.Limits.MaxBody)
+	// Reading waits for the client: the run's CPU share is free meanwhile.
+	resume := scripting.PauseForIO(h.runContext())
 	b, err := io.ReadAll(io.LimitReader(h.r.Body, limit+1))
+	resume()
 	switch {
 	case err != nil:
 		h.bodyErr = fmt.Errorf("read request body: %w", err)
@@ -123,9 +137,25 @@ func (h *hookRequest) Write(p []byte) (int, error) {
 		}
 		h.sendHeader(h.resp.status)
 	}
+	if h.resp.written+int64(len(p)) <= pauseWritesAfter {
+		n, err := h.resp.w.Write(p)
+		h.resp.written += int64(n)
+		return n, err
+	}
+	resume := scripting.PauseForIO(h.runContext())
 	n, err := h.resp.w.Write(p)
+	resume()
 	h.resp.written += int64(n)
 	return n, err
+}
+
+// runContext is the context of the hook run in progress, or the
+// request's outside a run.
+func (h *hookRequest) runContext() context.Context {
+	if h.runCtx != nil {
+		return h.runCtx
+	}
+	return h.r.Context()
 }
 
 func (h *hookRequest) sendHeader(code int) {
