@@ -22,6 +22,10 @@ type SharedDict struct {
 	m        map[string]dictEntry
 	bytes    int64 // entrySize of every entry in m
 	maxBytes int64
+	// nextExp is no later than the earliest expiry in m (zero: no entry
+	// expires): before it, evicting expired keys finds none, so a write
+	// to a full dictionary fails without a scan.
+	nextExp time.Time
 }
 
 type dictEntry struct {
@@ -115,7 +119,15 @@ func (d *SharedDict) putLocked(key string, e dictEntry) error {
 	}
 	d.m[key] = e
 	d.bytes += grow
+	d.noteExpiryLocked(e.exp)
 	return nil
+}
+
+// noteExpiryLocked keeps nextExp at or before exp.
+func (d *SharedDict) noteExpiryLocked(exp time.Time) {
+	if !exp.IsZero() && (d.nextExp.IsZero() || exp.Before(d.nextExp)) {
+		d.nextExp = exp
+	}
 }
 
 // removeLocked deletes key, keeping the byte count.
@@ -225,11 +237,23 @@ func (d *SharedDict) expiry(ttl time.Duration) time.Time {
 	return d.now().Add(ttl)
 }
 
+// evictExpiredLocked deletes the expired keys. It scans only once the
+// earliest expiry has passed, so a hook writing to a full dictionary of
+// live keys pays no scan per failed write.
 func (d *SharedDict) evictExpiredLocked() {
 	now := d.now()
+	if d.nextExp.IsZero() || now.Before(d.nextExp) {
+		return
+	}
+	d.nextExp = time.Time{}
 	for k, e := range d.m {
-		if !e.exp.IsZero() && !now.Before(e.exp) {
+		if e.exp.IsZero() {
+			continue
+		}
+		if !now.Before(e.exp) {
 			d.removeLocked(k)
+		} else {
+			d.noteExpiryLocked(e.exp)
 		}
 	}
 }

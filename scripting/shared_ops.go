@@ -84,6 +84,7 @@ func (d *SharedDict) Expire(key string, ttl time.Duration) bool {
 	}
 	e.exp = d.expiry(ttl)
 	d.m[key] = e
+	d.noteExpiryLocked(e.exp)
 	return true
 }
 

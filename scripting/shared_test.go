@@ -80,3 +80,68 @@ func TestSharedDictPinnedMemory(t *testing.T) {
 		t.Fatalf("%d values stored, %d bytes, budget %d", stored, b, DefaultSharedDictSize)
 	}
 }
+
+// TestSharedDictExpiryBound: a full dictionary still frees the keys that
+// expired, whichever way their time to live was set (set, expire, a
+// shortened and a lengthened ttl, a ttl removed by an overwrite).
+func TestSharedDictExpiryBound(t *testing.T) {
+	d := NewSharedDict(3)
+	now := time.Unix(1000, 0)
+	d.now = func() time.Time { return now }
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(d.Set("a", "1", 10*time.Second))
+	must(d.Set("b", "1", 2*time.Second))
+	must(d.Set("c", "1", 0))
+	if err := d.Set("d", "1", 0); !errors.Is(err, ErrDictFull) {
+		t.Fatalf("fourth key in three: %v", err)
+	}
+	now = now.Add(3 * time.Second) // b expired
+	must(d.Set("d", "1", 0))
+	if d.Get("b") != nil || d.Get("a") != "1" {
+		t.Fatalf("after b expired: a=%v b=%v", d.Get("a"), d.Get("b"))
+	}
+	d.Expire("a", time.Second) // shortened
+	now = now.Add(1500 * time.Millisecond)
+	must(d.Set("e", "1", 20*time.Second))
+	if d.Get("a") != nil {
+		t.Fatal("a outlived its shortened ttl")
+	}
+	d.Expire("e", time.Hour) // lengthened: e stays
+	must(d.Set("c", "2", 5*time.Second))
+	must(d.Set("c", "3", 0)) // the ttl removed by an overwrite
+	now = now.Add(time.Minute)
+	if err := d.Set("f", "1", 0); !errors.Is(err, ErrDictFull) {
+		t.Fatalf("c, d, e are live: %v", err)
+	}
+	now = now.Add(2 * time.Hour) // e expired
+	must(d.Set("f", "1", 0))
+	if k, _, _ := d.Usage(); k != 3 || d.Get("e") != nil {
+		t.Fatalf("%d keys, e=%v", k, d.Get("e"))
+	}
+}
+
+// BenchmarkSharedDictFullSet is a hook writing to a full dictionary of
+// 10,000 live keys, half with a time to live: each write fails.
+func BenchmarkSharedDictFullSet(b *testing.B) {
+	d := NewSharedDict(10000)
+	for i := range 10000 {
+		ttl := time.Duration(0)
+		if i%2 == 0 {
+			ttl = time.Hour
+		}
+		if err := d.Set(strings.Repeat("k", 1+i%200)+string(rune('a'+i%26))+time.Duration(i).String(), "v", ttl); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for range b.N {
+		if err := d.Set("new", "v", 0); !errors.Is(err, ErrDictFull) {
+			b.Fatal(err)
+		}
+	}
+}
