@@ -266,14 +266,24 @@ func (g *cpuGate) dropWaiting(t *cpuTenant) {
 	}
 }
 
-// cpuRun runs fn under the vhost's CPU share; it answers 503 itself when
-// the share stayed taken, and reports whether fn ran.
-func (v *vhost) cpuRun(w http.ResponseWriter, r *http.Request, fn func(*http.Request)) bool {
-	err := v.gate.run(r.Context(), v.cpuT, func(ctx context.Context) {
+// cpuRun runs fn (a CGI script or PHP request) under the vhost's CPU
+// share; it answers 503 itself when the share stayed taken, and reports
+// whether fn ran. The request body is read first (spool.go), and fn's
+// writer gives the place back while it waits for the client: a slow
+// client holds its own request, not the tenant's share.
+func (v *vhost) cpuRun(w http.ResponseWriter, r *http.Request, fn func(http.ResponseWriter, *http.Request)) bool {
+	done, err := spoolBody(r, int64(v.cfg.Limits.MaxBody))
+	defer done()
+	if err != nil {
+		v.logger.Info("request body not received", "err", err)
+		httpError(w, http.StatusBadRequest, "the request body could not be read")
+		return false
+	}
+	err = v.gate.run(r.Context(), v.cpuT, func(ctx context.Context) {
 		if ctx != r.Context() {
 			r = r.WithContext(ctx)
 		}
-		fn(r)
+		fn(&gateWriter{ResponseWriter: w, ctx: ctx}, r)
 	})
 	if err != nil {
 		v.logger.Warn("request not run: CPU share taken", "err", err)

@@ -56,7 +56,7 @@ func (v *vhost) servePHP(w http.ResponseWriter, r *http.Request, path string) bo
 	script, err := v.php.Resolve(path)
 	switch {
 	case err == nil:
-		v.cpuRun(w, r, func(r *http.Request) { v.php.ServeScript(w, r, script) }) // cpugate.go
+		v.cpuRun(w, r, func(w http.ResponseWriter, r *http.Request) { v.php.ServeScript(w, r, script) }) // cpugate.go
 		return true
 	case errors.Is(err, cgi.ErrForbidden):
 		httpError(w, http.StatusForbidden, "access denied")

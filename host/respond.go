@@ -46,7 +46,7 @@ func (v *vhost) serveFile(w http.ResponseWriter, r *http.Request, path string) {
 		switch {
 		case err == nil:
 			v.ops.cgiSpawns.Add(1)
-			v.cpuRun(w, r, func(r *http.Request) { v.cgi.ServeScript(w, r, script) }) // cpugate.go
+			v.cpuRun(w, r, func(w http.ResponseWriter, r *http.Request) { v.cgi.ServeScript(w, r, script) }) // cpugate.go
 			return
 		case errors.Is(err, cgi.ErrForbidden):
 			httpError(w, http.StatusForbidden, "access denied")
