@@ -58,6 +58,7 @@ var allowedFileOps = map[string]string{
 	"host/guard.go os.OpenFile":            "state_dir/session.keys and state_dir/admin.token (O_NOFOLLOW, 0600)",
 	"host/guard.go os.MkdirAll":            "state_dir for the session keys and the admin token",
 	"host/guard.go os.ReadFile":            "[sessions] password_file, an operator-configured secret in the main file",
+	"host/spool.go unix.Open":              "O_TMPFILE in the server's temporary directory ($TMPDIR or /tmp): an unnamed file for a request body",
 	// The server's files in state_dir, by the packages that keep them.
 	"host/tickets/tickets.go os.MkdirAll":                "state_dir for the session ticket keys",
 	"host/tickets/tickets.go os.ReadFile":                "state_dir/ticket.keys",
