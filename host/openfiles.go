@@ -210,7 +210,9 @@ func (c *openFiles) drop(e *openFile) {
 }
 
 // sweep closes the expired entries and runs again when the next one
-// expires; it stops when the cache is empty (add starts it again).
+// expires, but at most twice per validity (each run looks at every entry;
+// an expired entry is never served meanwhile, get checks); it stops when
+// the cache is empty (add starts it again).
 func (c *openFiles) sweep() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -229,7 +231,7 @@ func (c *openFiles) sweep() {
 		}
 	}
 	if !next.IsZero() {
-		c.timer = time.AfterFunc(max(next.Sub(now), 10*time.Millisecond), c.sweep)
+		c.timer = time.AfterFunc(max(next.Sub(now), c.valid/2, 10*time.Millisecond), c.sweep)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hostd/hostd/sandbox"
 )
 
 // openForCache opens dir/name read-only as the gate would and returns the
@@ -130,4 +132,75 @@ func TestOpenFilesHeldEntry(t *testing.T) {
 	if c.get("g") != nil || c.entries() != 0 {
 		t.Fatal("an expired entry was served")
 	}
+}
+
+// BenchmarkStaticOpen compares what a static request does to get its file:
+// the gate's open, fstat and close (mode none's direct gate, and mode
+// uring's personality as uid 31001 when root), against a hit of the
+// open-file cache (a map lookup and an fstat of the kept descriptor).
+func BenchmarkStaticOpen(b *testing.B) {
+	dir := b.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "1k.txt"), make([]byte, 1024), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	gates := map[string]*sandbox.FS{}
+	direct, err := sandbox.NewDirectFS(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer direct.Close()
+	gates["gate-none"] = direct
+	if os.Geteuid() == 0 {
+		if rings, err := sandbox.NewRings(0); err == nil {
+			defer rings.Close()
+			tn, err := sandbox.NewTenant(sandbox.Options{Mode: sandbox.ModeUring,
+				Identity: sandbox.Identity{UID: 31001, GID: 31001}, Rings: rings})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer tn.Close()
+			g, err := tn.NewFS(dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer g.Close()
+			gates["gate-uring"] = g
+		}
+	}
+	for _, name := range []string{"gate-none", "gate-uring"} {
+		g := gates[name]
+		if g == nil {
+			continue
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				fd, _, err := g.OpenFDStat("1k.txt")
+				if err != nil {
+					b.Fatal(err)
+				}
+				syscall.Close(fd)
+			}
+		})
+	}
+	b.Run("cache-hit", func(b *testing.B) {
+		c := newOpenFiles(time.Hour, 10, &fdBudget{limit: 10})
+		defer c.close()
+		fd, fi, err := direct.OpenFDStat("1k.txt")
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.add("1k.txt", fd, fi).release()
+		b.ReportAllocs()
+		for b.Loop() {
+			e := c.get("1k.txt")
+			if e == nil {
+				b.Fatal("miss")
+			}
+			e.release()
+		}
+	})
 }
