@@ -23,7 +23,9 @@ import (
 //   - An entry is made only from a descriptor the gate opened for this vhost
 //     (the kernel checked it as the tenant, the gate kept it beneath the
 //     root) and only for a regular file. Failures (404, 403) are never
-//     cached: the next request asks the gate again.
+//     cached: the next request asks the gate again. Directories are not
+//     kept either: a request for one opens it through the gate, and its
+//     index file may then be a hit.
 //   - Every hit fstat(2)s the kept descriptor (~0.3 us, no path lookup) and
 //     drops the entry, opening the file through the gate again, when the
 //     inode changed in any way: size, mtime or ctime (a write, a truncation,

@@ -32,6 +32,7 @@ func openFileSite(t *testing.T, mode, valid string, maxEntries int) (*hosttest.S
 		"vhosts.d/alice.toml": vhost("alice", aliceUID),
 		"vhosts.d/bob.toml":   vhost("bob", bobUID),
 		"alice/page.html":     "<html>alice's page</html>\n",
+		"alice/index.html":    "alice home\n",
 		"alice/sub/deep.txt":  "alice deep\n",
 		"alice/swap/same.txt": "alice same\n",
 		"alice/x.txt":         "alice x\n",
@@ -100,6 +101,16 @@ func TestOpenFileCache(t *testing.T) {
 			if v, _ := metricValue(mfs, "hostd_open_file_cache_hits_total", map[string]string{"vhost": "alice.example"}); v < 5 {
 				t.Fatalf("hostd_open_file_cache_hits_total = %v, want >= 5", v)
 			}
+
+			// A directory's index file is kept too; made unreadable, the
+			// directory has no index (listing off: 403).
+			for range 2 {
+				mustGet(t, alice, a+"/", 200, "alice home\n")
+			}
+			if err := os.Chmod(filepath.Join(dir, "alice/index.html"), 0); err != nil {
+				t.Fatal(err)
+			}
+			mustGet(t, alice, a+"/", 403, "")
 
 			// The content changes in place (same inode, longer): the next
 			// response has the new bytes and length.
