@@ -399,7 +399,7 @@ func (r *runner) target(h Handler, tr load.Transport, s *server) load.Target {
 	}
 	_, port, _ := net.SplitHostPort(addr)
 	for i := range r.site.tenants {
-		t.URLs = append(t.URLs, scheme+"://"+r.site.tenantName(i)+":"+port+h.Path)
+		t.URLs = append(t.URLs, scheme+"://"+r.site.hostName(h, i)+":"+port+h.Path)
 	}
 	t.Addr = addr
 	return t
@@ -415,10 +415,10 @@ func (r *runner) startCell(ctx context.Context, c plannedCell) (*server, int, er
 	}
 	size := 0
 	for i := range r.site.tenants {
-		n, err := checkResponse(s.httpAddr, r.site.tenantName(i), c.handler)
+		n, err := checkResponse(s.httpAddr, r.site.hostName(c.handler, i), c.handler)
 		if err != nil {
 			s.stop()
-			return nil, 0, fmt.Errorf("%s: %w (server log: %s)", r.site.tenantName(i), err, s.tail())
+			return nil, 0, fmt.Errorf("%s: %w (server log: %s)", r.site.hostName(c.handler, i), err, s.tail())
 		}
 		size = n
 	}

@@ -60,18 +60,22 @@ func TestPlan(t *testing.T) {
 		return
 	}
 	// Per transport: 4 in-process handlers x 5 modes + the shell CGI x 6;
-	// the 4 PHP handlers x 6 modes over HTTPS keep-alive only.
+	// the 4 PHP handlers x 6 modes and the cached static file x 3 over
+	// HTTPS keep-alive only.
 	closed, sweep, names := count(plan(false, nil, false))
-	if closed != 4*26+24 || sweep != 8 {
-		t.Errorf("default plan: %d closed, %d sweeps; want 128 and 8", closed, sweep)
+	if closed != 4*26+24+3 || sweep != 8 {
+		t.Errorf("default plan: %d closed, %d sweeps; want 131 and 8", closed, sweep)
+	}
+	if !names["static-cached/uring/https"] || names["static-cached/inline/https"] || names["static-cached/none/h1"] {
+		t.Error("default plan: the cached static file in none, uring and thread, keep-alive only")
 	}
 	if names["lua/suexec/https"] || !names["cgi/suexec/https-resume"] || !names["php-fpm/inline/https"] || names["php-cgi/none/h1"] {
 		t.Error("default plan: suexec must be for child processes only, all transports present, PHP on keep-alive only")
 	}
 	// --quick: the https grid, and 5 cells on each other transport.
 	closed, sweep, names = count(plan(true, nil, false))
-	if closed != 50+15 || sweep != 4 {
-		t.Errorf("quick plan: %d closed, %d sweeps; want 65 and 4", closed, sweep)
+	if closed != 50+3+15 || sweep != 4 {
+		t.Errorf("quick plan: %d closed, %d sweeps; want 68 and 4", closed, sweep)
 	}
 	if !names["mruby/thread-per-request/https"] || names["static/none/h1"] || !names["cgi/suexec/https-new"] {
 		t.Error("quick plan: full grid over https, sparse other transports")
@@ -273,7 +277,7 @@ func TestPeers(t *testing.T) {
 		names[c.name()] = true
 	}
 	for _, want := range []string{"static/nginx/https", "lua/nginx/https", "mruby/h2o/https"} {
-		if !names[want] || len(names) != 8 {
+		if !names[want] || len(names) != 10 {
 			t.Errorf("plan lacks %s or has others: %v", want, names)
 		}
 	}
@@ -338,13 +342,26 @@ func TestWriteConfig(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", mode, err)
 		}
-		if cfg.Server.AcceptRate != -1 || cfg.Server.MaxHandshakes != -1 || len(cfg.VHosts) != 2 {
+		if cfg.Server.AcceptRate != -1 || cfg.Server.MaxHandshakes != -1 || len(cfg.VHosts) != 4 {
 			t.Fatalf("%s: accept_rate %d max_handshakes %d, %d vhosts", mode, cfg.Server.AcceptRate, cfg.Server.MaxHandshakes, len(cfg.VHosts))
 		}
-		v := cfg.VHosts[0]
+		byName := map[string]*tenant.VHost{}
+		for _, vh := range cfg.VHosts {
+			byName[vh.ServerName] = vh
+		}
+		v := byName[s.tenantName(0)]
+		if v == nil {
+			t.Fatalf("%s: no vhost %s", mode, s.tenantName(0))
+		}
 		if v.Sandbox != mode || !v.AllowHTTP || len(v.Hooks) != 2 || v.CGI.Interpreters[".phpcgi"] != s.phpCGI ||
 			len(v.Respond) != 1 || v.Respond[0].Body != Hello || v.RunAsServer != (mode == "none") {
 			t.Errorf("%s: %+v", mode, v)
+		}
+		// The cached twin: the same root and user, static only, the cache on.
+		c := byName[s.cachedName(0)]
+		if c == nil || c.Root != v.Root || c.UID != v.UID || c.Limits.OpenFileCacheValid.Std() != OpenFileCacheValid ||
+			len(c.Hooks) != 0 || c.CGI.Enabled || v.Limits.OpenFileCacheValid != 0 {
+			t.Errorf("%s: cached twin %+v", mode, c)
 		}
 	}
 }

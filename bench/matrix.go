@@ -26,6 +26,10 @@ type Handler struct {
 	// KeepAliveOnly runs the handler on HTTPS keep-alive only: what it
 	// measures does not depend on the transport.
 	KeepAliveOnly bool
+	// Cached handlers are requested on the tenants' twin vhosts
+	// (site.cachedName): the same root and uid, with the open-file cache
+	// on ([limits] open_file_cache_valid = OpenFileCacheValid).
+	Cached bool
 	// Desc is shown in reports.
 	Desc string
 	// MaxConns caps the closed loop's connections and MinDuration raises
@@ -41,6 +45,8 @@ const Hello = "Hello, world!\n"
 // Handlers are the handlers in report order.
 var Handlers = []Handler{
 	{Name: "static", Path: "/1k.txt", BodyLen: 1024, Desc: "static file, 1 KiB"},
+	{Name: "static-cached", Path: "/1k.txt", BodyLen: 1024, Cached: true, KeepAliveOnly: true,
+		Desc: "static file, 1 KiB, open_file_cache_valid = 1s"},
 	{Name: "native", Path: "/native", BodyLen: len(Hello), Hello: true, Desc: "native Go hello ([[respond]])"},
 	{Name: "lua", Path: "/lua", BodyLen: len(Hello), Hello: true, Desc: "Lua content hook hello"},
 	{Name: "mruby", Path: "/mruby", BodyLen: len(Hello), Hello: true, Desc: "mruby content hook hello"},
@@ -70,8 +76,12 @@ func handlerByName(name string) (Handler, bool) {
 }
 
 // inMatrix reports whether mode applies to handler: suexec changes only
-// CGI children (static files and hooks run as the server, as in none).
+// CGI children (static files and hooks run as the server, as in none); the
+// open-file cache is measured in none, uring and thread.
 func inMatrix(h Handler, mode string) bool {
+	if h.Cached {
+		return mode == "none" || mode == "uring" || mode == "thread"
+	}
 	return mode != "suexec" || h.CGI
 }
 

@@ -221,6 +221,9 @@ func (r *Report) finish() {
 	for _, h := range []string{"static", "native", "lua", "mruby"} {
 		add(h+": uring / none", 0.95, "the kernel-checked file gate's cost", h, "uring", h, "none")
 	}
+	for _, m := range []string{"none", "uring", "thread"} {
+		add("static: cached / uncached ("+m+")", 0, "open_file_cache_valid = 1s vs a gate open per request", "static-cached", m, "static", m)
+	}
 	add("lua: thread / none", 0.95, "the sandbox's cost for an in-process hook", "lua", "thread", "lua", "none")
 	add("lua: uring / thread", 0, "a personality per file operation instead of a thread hand-off", "lua", "uring", "lua", "thread")
 	add("lua: thread-per-request / thread", 0, "a new locked thread per request", "lua", "thread-per-request", "lua", "thread")

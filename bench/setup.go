@@ -46,6 +46,22 @@ type site struct {
 
 func (s *site) tenantName(i int) string { return "t" + strconv.Itoa(i+1) + ".bench" }
 
+// cachedName is the twin vhost of tenant i: its root and uid, static files
+// only, with the open-file cache on (the Cached handlers).
+func (s *site) cachedName(i int) string { return "c" + strconv.Itoa(i+1) + ".bench" }
+
+// hostName is the vhost h is requested on for tenant i.
+func (s *site) hostName(h Handler, i int) string {
+	if h.Cached {
+		return s.cachedName(i)
+	}
+	return s.tenantName(i)
+}
+
+// OpenFileCacheValid is open_file_cache_valid of the Cached handlers'
+// vhosts, and nginx's open_file_cache_valid in their peer cells.
+const OpenFileCacheValid = time.Second
+
 // writeTenants writes the document roots and hooks, owned by the tenants
 // when running as root.
 func (s *site) writeTenants() error {
@@ -143,6 +159,11 @@ func (s *site) writeConfig(mode string) (string, error) {
 			v.Hooks = append(v.Hooks, tenant.Hook{Phase: "content", File: filepath.Join(s.dir, "hooks/hello.rb"), Path: "/mruby"})
 		}
 		if err := tenant.WriteFile(filepath.Join(cdir, "vhosts.d", s.tenantName(i)+".toml"), &v); err != nil {
+			return "", err
+		}
+		c := tenant.VHost{ServerName: s.cachedName(i), Root: v.Root, User: v.User, Sandbox: mode, AllowHTTP: true,
+			Limits: tenant.Limits{OpenFileCacheValid: tenant.Duration(OpenFileCacheValid)}}
+		if err := tenant.WriteFile(filepath.Join(cdir, "vhosts.d", s.cachedName(i)+".toml"), &c); err != nil {
 			return "", err
 		}
 	}

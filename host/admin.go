@@ -119,8 +119,9 @@ func (s *Server) startOps() {
 				ConstLabels: prometheus.Labels{"version": s.build.Version, "revision": s.build.Revision,
 					"goversion": s.build.GoVersion},
 			}, func() float64 { return 1 }),
-			phpCollector{s},   // php.go
-			guardCollector{s}) // guard.go
+			phpCollector{s},       // php.go
+			openFilesCollector{s}, // openfiles.go
+			guardCollector{s})     // guard.go
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn)}))
 		mux.HandleFunc("GET /status", s.serveStatusPage)

@@ -12,15 +12,15 @@ import (
 	"time"
 )
 
-// Precomputed header fields of static files. Every request still opens
-// the file through the tenant's gate and fstat(2)s it (the kernel checks
-// the tenant per request, and a changed file is seen at once): what is
-// kept is only what follows from the file's identity and metadata, the
-// ETag, Last-Modified, Content-Type and Content-Length values, keyed by
-// device, inode, size, mtime and ctime (any change of the content moves
-// ctime). nginx's open_file_cache also keeps the descriptors open for a
-// configurable validity; hostd does not, so that no tenant check is ever
-// skipped.
+// Precomputed header fields of static files. By default every request
+// still opens the file through the tenant's gate and fstat(2)s it (the
+// kernel checks the tenant per request, and a changed file is seen at
+// once): what is kept is only what follows from the file's identity and
+// metadata, the ETag, Last-Modified, Content-Type and Content-Length
+// values, keyed by device, inode, size, mtime and ctime (any change of the
+// content moves ctime). Keeping the descriptors open too, like nginx's
+// open_file_cache, is the vhost's choice ([limits] open_file_cache_valid,
+// openfiles.go); a hit still fstat(2)s the kept descriptor.
 
 // fileMetaMax bounds a vhost's entries; past it the cache starts over.
 const fileMetaMax = 4096

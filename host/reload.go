@@ -219,6 +219,9 @@ func (s *Server) apply(ctx context.Context, cfg *tenant.Config, broken []*tenant
 	s.sessMem.forget(served)
 	s.guard.cpu.forget(served) // cpugate.go
 	res := p.result(rt.gen)
+	for v := range p.inUse {
+		v.openFiles.flush() // a reload re-checks every static file through the gate (openfiles.go)
+	}
 	s.drain(retired)
 	return res, nil
 }

@@ -74,6 +74,7 @@ type Server struct {
 	ocsp    *ocspStapler          // OCSP staples of certificates that name a responder (ocsp.go)
 	admit   *admission.Controller // overload protection of the HTTPS listener (host/admission)
 	limits  vhostLimits           // per-vhost max_concurrent (limits.go)
+	openFDs *fdBudget             // descriptors the vhosts' open-file caches may keep (openfiles.go)
 
 	ops serverOps // reload, admin socket, metrics, trace (admin.go, reload.go)
 
@@ -91,7 +92,7 @@ func New(cfg *tenant.Config, opts Options) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, logger: logger, build: opts.Build.ReadBuildInfo(), vms: newVMPools()}
+	s := &Server{cfg: cfg, logger: logger, build: opts.Build.ReadBuildInfo(), vms: newVMPools(), openFDs: newFDBudget()}
 	s.version = s.build.String()
 	s.path = s.newPipeline()
 	access, err := openAccessLog(cfg.AccessLog, cfg.LogPolicy(), -1, logger)

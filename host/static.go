@@ -32,15 +32,21 @@ func (v *vhost) serveStatic(w http.ResponseWriter, r *http.Request, upath string
 		httpError(w, http.StatusBadRequest, "invalid path")
 		return
 	}
-	fd, fi, err := v.static.OpenFDStat(name)
+	e, fd, fi, err := v.openStatic(name)
 	if err != nil {
 		v.openError(w, name, err)
+		return
+	}
+	if e != nil {
+		// Kept open by the vhost's open-file cache (openfiles.go).
+		defer e.release()
+		v.sendFile(w, r, &fdReader{fd: e.fd, size: e.fi.Size()}, e.fi)
 		return
 	}
 	if !fi.IsDir() && plainRequest(r) {
 		// The common case on the bare descriptor (no *os.File).
 		defer syscall.Close(fd)
-		fr := &fdReader{fd: fd}
+		fr := &fdReader{fd: fd, size: fi.Size()}
 		v.sendPlain(w, r, fr, fi)
 		return
 	}
@@ -54,14 +60,8 @@ func (v *vhost) serveStatic(w http.ResponseWriter, r *http.Request, upath string
 			return
 		}
 		for _, ix := range v.cfg.Index {
-			xf, xfi, err := v.open(path.Join(name, ix))
-			if err == nil && !xfi.IsDir() {
-				defer xf.Close()
-				v.sendFile(w, r, xf, xfi)
+			if v.serveIndex(w, r, path.Join(name, ix)) {
 				return
-			}
-			if xf != nil {
-				xf.Close()
 			}
 		}
 		if v.cfg.DirectoryListing {
@@ -72,6 +72,49 @@ func (v *vhost) serveStatic(w http.ResponseWriter, r *http.Request, upath string
 		return
 	}
 	v.sendFile(w, r, f, fi)
+}
+
+// openStatic opens name through the gate, or finds it in the vhost's
+// open-file cache when that is on: a cache entry (a regular file; the
+// caller releases it), else the descriptor and its information (the
+// caller closes it), else the gate's error. Only regular files are kept.
+func (v *vhost) openStatic(name string) (*openFile, int, fs.FileInfo, error) {
+	c := v.openFiles
+	if c.on() {
+		if e := c.get(name); e != nil {
+			return e, -1, nil, nil
+		}
+	}
+	fd, fi, err := v.static.OpenFDStat(name)
+	if err != nil {
+		return nil, -1, nil, err
+	}
+	if c.on() && fi.Mode().IsRegular() {
+		if e := c.add(name, fd, fi); e != nil {
+			return e, -1, nil, nil
+		}
+	}
+	return nil, fd, fi, nil
+}
+
+// serveIndex serves the index file name of a directory and reports
+// whether there was one (a regular file the gate opened).
+func (v *vhost) serveIndex(w http.ResponseWriter, r *http.Request, name string) bool {
+	e, fd, fi, err := v.openStatic(name)
+	switch {
+	case err != nil:
+		return false
+	case e != nil:
+		defer e.release()
+		v.sendFile(w, r, &fdReader{fd: e.fd, size: e.fi.Size()}, e.fi)
+		return true
+	}
+	defer syscall.Close(fd)
+	if fi.IsDir() {
+		return false
+	}
+	v.sendFile(w, r, &fdReader{fd: fd, size: fi.Size()}, fi)
+	return true
 }
 
 // rootRelative turns a decoded URL path into a name relative to the root:
@@ -86,12 +129,6 @@ func rootRelative(upath string) (string, bool) {
 		name = "."
 	}
 	return name, true
-}
-
-// open opens name below the root through the gate, which never blocks on
-// a FIFO and accepts only regular files and directories.
-func (v *vhost) open(name string) (*os.File, fs.FileInfo, error) {
-	return v.static.OpenFileStat(name, os.O_RDONLY, 0)
 }
 
 // openError maps an open error to a status: missing -> 404, denied by the
@@ -120,7 +157,7 @@ func (v *vhost) openError(w http.ResponseWriter, name string, err error) {
 // max_ranges and Apache's MaxRanges do: thousands of tiny ranges would
 // make a multipart answer many times the size of the request and of the
 // file.
-func (v *vhost) sendFile(w http.ResponseWriter, r *http.Request, f *os.File, fi fs.FileInfo) {
+func (v *vhost) sendFile(w http.ResponseWriter, r *http.Request, f fileReader, fi fs.FileInfo) {
 	if plainRequest(r) && fi.Mode().IsRegular() {
 		v.sendPlain(w, r, f, fi)
 		return
@@ -145,9 +182,9 @@ func plainRequest(r *http.Request) bool {
 	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && !hasConditions(r.Header)
 }
 
-// fileReader is an open regular file: *os.File or fdReader.
+// fileReader is an open regular file: *os.File or *fdReader.
 type fileReader interface {
-	io.Reader
+	io.ReadSeeker
 	io.ReaderAt
 }
 
@@ -173,11 +210,33 @@ func (v *vhost) sendPlain(w http.ResponseWriter, r *http.Request, f fileReader, 
 	}
 }
 
-// fdReader reads a bare descriptor of a regular file with pread(2), from
-// offset 0 on; the caller closes the descriptor.
+// fdReader reads a bare descriptor of a regular file of size bytes (as
+// fstat said) with pread(2), from offset 0 on; it never moves the
+// descriptor's own offset, so requests can share a descriptor (the
+// open-file cache). The caller closes the descriptor.
 type fdReader struct {
-	fd  int
-	off int64
+	fd   int
+	off  int64
+	size int64
+}
+
+// Seek sets the offset of the next Read (http.ServeContent seeks to the
+// end to learn the size, then to each range).
+func (f *fdReader) Seek(offset int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		offset += f.off
+	case io.SeekEnd:
+		offset += f.size
+	default:
+		return 0, &fs.PathError{Op: "seek", Path: "static file", Err: fs.ErrInvalid}
+	}
+	if offset < 0 {
+		return 0, &fs.PathError{Op: "seek", Path: "static file", Err: fs.ErrInvalid}
+	}
+	f.off = offset
+	return offset, nil
 }
 
 func (f *fdReader) Read(p []byte) (int, error) {

@@ -41,6 +41,10 @@ type vhost struct {
 	ops    vhostOps      // counters and drain state (metrics.go)
 	limit  *vhostCounter // max_concurrent counter, shared by name across reloads (limits.go)
 
+	// openFiles keeps static files' descriptors open ([limits]
+	// open_file_cache_valid); nil when off (openfiles.go).
+	openFiles *openFiles
+
 	shared   *scripting.SharedDict
 	scripts  *scripting.ScriptStore      // compiled hooks, shared with the vhost's later versions
 	sessions *session.Manager            // r.session; nil without hooks (session.go)
@@ -128,6 +132,9 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 		return nil, fmt.Errorf("root: %w", err)
 	}
 	v.static = v.fs.Root(0)
+	if d := vc.Limits.OpenFileCacheValid.Std(); d > 0 {
+		v.openFiles = newOpenFiles(d, vc.Limits.OpenFileCacheMax, s.openFDs)
+	}
 	if vc.CGI.Enabled {
 		var id *sandbox.Identity // nil: CGI runs as the server (mode none)
 		if mode != sandbox.ModeNone {
@@ -221,6 +228,7 @@ func (v *vhost) engine(ext string) (scripting.Engine, error) {
 
 func (v *vhost) close() {
 	v.logWG.Wait()
+	v.openFiles.close()
 	if v.php != nil {
 		v.php.Close() // stops the tenant's php-fpm
 	}

@@ -258,6 +258,18 @@ type Limits struct {
 	// MaxRanges bounds the byte ranges of one Range request for a static
 	// file (default 16, -1 = unlimited); with more, the whole file is sent.
 	MaxRanges int `toml:"max_ranges,omitzero"`
+	// OpenFileCacheValid keeps the descriptors of static files the gate
+	// opened for this long, like nginx's open_file_cache_valid (default
+	// "0s": off, every request opens the file through the gate). A hit
+	// still fstat(2)s the kept descriptor and opens the file again when
+	// it changed (content, mode, owner, links); what may be served for up
+	// to this long is a file whose path changed around it (a parent
+	// directory made unreadable, moved or replaced). See host/openfiles.go.
+	OpenFileCacheValid Duration `toml:"open_file_cache_valid,omitzero"`
+	// OpenFileCacheMax bounds the descriptors the vhost's open-file cache
+	// keeps (default 1000, -1 = only the server's budget, a quarter of its
+	// RLIMIT_NOFILE); the least recently used one is closed first.
+	OpenFileCacheMax int `toml:"open_file_cache_max,omitzero"`
 
 	// CGI containment, set in every CGI process before it runs.
 	//

@@ -60,6 +60,8 @@ const (
 	DefaultCGIOpenFiles  = 1024
 	DefaultCGIGrace      = 2 * time.Second
 	DefaultMaxRanges     = 16
+	// DefaultOpenFileCacheMax is [limits] open_file_cache_max.
+	DefaultOpenFileCacheMax = 1000
 	// maxScriptSize bounds [limits] max_script_size.
 	maxScriptSize = 16 << 20
 )
@@ -161,6 +163,7 @@ func (l *Limits) setDefaults() {
 	setInt(&l.MaxFormPart, l.MaxBody)
 	setInt(&l.MaxResponse, DefaultMaxResponse)
 	setInt(&l.MaxRanges, DefaultMaxRanges)
+	setInt(&l.OpenFileCacheMax, DefaultOpenFileCacheMax)
 	setInt(&l.CGIProcesses, DefaultCGIProcesses)
 	setInt(&l.CGIOpenFiles, DefaultCGIOpenFiles)
 	setDuration(&l.CGICPU, l.CGITimeout.Std())
@@ -249,14 +252,14 @@ func (l *loader) checkRunAsServer(cfg *Config, file string, loc *locator, v *VHo
 		"use a switching sandbox (e.g. sandbox = \"thread\"), or set run_as_server = true to accept it", v.Mode, what)
 }
 
-// cgiLimits checks [limits] max_ranges and the cgi_* keys (after
+// cgiLimits checks [limits] max_ranges, open_file_cache_max and the cgi_* keys (after
 // setDefaults).
 func (l *loader) cgiLimits(file string, loc *locator, lim *Limits) {
 	for _, k := range []struct {
 		key string
 		v   int
 		def int
-	}{{"max_ranges", lim.MaxRanges, DefaultMaxRanges}, {"cgi_processes", lim.CGIProcesses, DefaultCGIProcesses},
+	}{{"max_ranges", lim.MaxRanges, DefaultMaxRanges}, {"open_file_cache_max", lim.OpenFileCacheMax, DefaultOpenFileCacheMax}, {"cgi_processes", lim.CGIProcesses, DefaultCGIProcesses},
 		{"cgi_open_files", lim.CGIOpenFiles, DefaultCGIOpenFiles}} {
 		if k.v < -1 {
 			l.add(file, loc.line("limits", -1, k.key), "%s must be positive, 0 (default %d) or -1 (unlimited)", k.key, k.def)

@@ -148,6 +148,12 @@ func TestLoadErrors(t *testing.T) {
 		{"negative shared_dict_size", map[string]string{
 			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\n[limits]\n\nshared_dict_size = -1\n",
 		}, "vhosts.d/a.toml", 5, "shared_dict_size: size -1 must not be negative"},
+		{"negative open_file_cache_max", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\n[limits]\nopen_file_cache_valid = \"1s\"\nopen_file_cache_max = -2\n",
+		}, "vhosts.d/a.toml", 5, "open_file_cache_max must be positive, 0 (default 1000) or -1 (unlimited)"},
+		{"open_file_cache_valid not a duration", map[string]string{
+			"vhosts.d/a.toml": "server_name = \"a.example\"\nroot = \"../public\"\n[limits]\nopen_file_cache_valid = 5\n",
+		}, "vhosts.d/a.toml", 4, "want a duration string"},
 		{"unknown key in main", map[string]string{
 			"hostd.toml": mainOK + "acces_log = \"x\"\n",
 		}, "hostd.toml", 5, `unknown key "server.acces_log" (did you mean "access_log"?)`},
