@@ -239,7 +239,10 @@ func (s *Spawner) start(req spawnRequest) error {
 		// Go's child, seeing getppid() == 0 in the new namespace, sends
 		// itself the parent-death signal; the kernel drops it, as the
 		// init of a PID namespace ignores a signal without a handler
-		// that comes from inside (the probe checks that it does).
+		// that comes from inside (the probe checks that it does). So
+		// Go's check for a parent that died between clone and
+		// prctl(PR_SET_PDEATHSIG) is lost: a child forked in the very
+		// moment the server dies may survive it.
 		req.cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWPID
 	}
 	s.reaper.mu.Lock()

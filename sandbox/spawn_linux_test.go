@@ -564,6 +564,33 @@ echo started
 	}
 }
 
+// TestSpawnerPIDNamespaceCPULimit: the kernel's SIGKILL at RLIMIT_CPU
+// reaches a child that is PID 1 of its namespace (which ignores signals it
+// has no handler for, unless the kernel forces them).
+func TestSpawnerPIDNamespaceCPULimit(t *testing.T) {
+	sandboxtest.RequireRoot(t)
+	s := newTestSpawner(t)
+	lim := Limits{CPU: time.Second}
+	cmd := exec.Command("/bin/sh", "-c", "while :; do :; done")
+	if err := s.StartLimited(t.Context(), cmd, &Identity{UID: testUID, GID: testGID}, lim); err != nil {
+		t.Fatalf("StartLimited: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Errorf("Wait = %v, want killed by SIGKILL at the CPU limit", err)
+		}
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatal("a busy loop outlived its 1s CPU limit by a minute")
+	}
+	s.Finished(cmd, lim)
+}
+
 // sleepsIn returns the pids (in the test's namespace) of the test
 // tenant's live sleeps in the PID namespace ns.
 func sleepsIn(ns string) []string {
