@@ -18,7 +18,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -363,7 +362,7 @@ func (ps *peerSite) startPeer(ctx context.Context, name, bin string, cpus []int)
 	if err := startPinned(cmd, cpus); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	s := &server{cmd: cmd, exited: make(chan struct{}), gentle: true,
+	s := &server{cmd: cmd, exited: make(chan struct{}),
 		httpsAddr: "127.0.0.1:" + strconv.Itoa(hp), httpAddr: "127.0.0.1:" + strconv.Itoa(pp)}
 	go func() {
 		cmd.Wait()
@@ -394,22 +393,6 @@ func (ps *peerSite) startPeer(ctx context.Context, name, bin string, cpus []int)
 			return nil, errors.Join(fmt.Errorf("%s not accepting on %s", name, s.httpsAddr), err, ctx.Err())
 		}
 		time.Sleep(25 * time.Millisecond)
-	}
-}
-
-// stopGently ends a peer by its PID: SIGTERM, so that it ends its own
-// children, then SIGKILL after 3 s.
-func (s *server) stopGently() {
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-		return
-	case <-time.After(3 * time.Second):
-	}
-	s.cmd.Process.Signal(syscall.SIGKILL)
-	select {
-	case <-s.exited:
-	case <-time.After(5 * time.Second):
 	}
 }
 

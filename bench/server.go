@@ -23,7 +23,6 @@ type server struct {
 	logMu     sync.Mutex
 	logTail   []string // the last lines of its stderr
 	exited    chan struct{}
-	gentle    bool // a peer (peers.go): SIGTERM first, so that it ends its children
 }
 
 var servingAddr = regexp.MustCompile(`\b(https?)=(127\.0\.0\.1:\d+)`)
@@ -127,20 +126,31 @@ func (s *server) alive() bool {
 	}
 }
 
-// stop kills the server by its PID and waits for it.
+// stop ends the server by its PID and waits for it: SIGTERM first, so
+// that hostd stops its tenants' php-fpm pools and CGI scripts itself, then
+// SIGKILL after stopGrace (a hostd or peer that does not stop). A SIGKILLed
+// hostd leaves nothing behind either where the kernel gives its children
+// PID namespaces (sandbox.Containment), but a bench run must not depend on
+// that.
 func (s *server) stop() {
-	if s.gentle && s.cmd.Process != nil {
-		s.stopGently()
+	if s.cmd.Process == nil {
 		return
 	}
-	if s.cmd.Process != nil {
-		s.cmd.Process.Signal(syscall.SIGKILL)
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+		return
+	case <-time.After(stopGrace):
 	}
+	s.cmd.Process.Signal(syscall.SIGKILL)
 	select {
 	case <-s.exited:
 	case <-time.After(5 * time.Second):
 	}
 }
+
+// stopGrace is how long stop waits after SIGTERM before SIGKILL.
+const stopGrace = 10 * time.Second
 
 // pid is the server's process id.
 func (s *server) pid() int { return s.cmd.Process.Pid }

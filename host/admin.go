@@ -279,6 +279,22 @@ type Status struct {
 	// ConfigErrors are the errors of vhost files not applied, by file:
 	// vhosts kept on their previous version, or not served.
 	ConfigErrors map[string][]string `json:"config_errors,omitempty"`
+	// Containment is what the server enforces on the processes it starts
+	// (CGI scripts, php-fpm pools); nil until a vhost enables either.
+	Containment *ContainmentStatus `json:"containment,omitempty"`
+}
+
+// ContainmentStatus is what the server's process spawner enforces, as
+// probed at its start (sandbox.Containment).
+type ContainmentStatus struct {
+	// PIDNamespace: every CGI script (but with cgi_background) and
+	// php-fpm master is PID 1 of its own PID namespace, so what it starts
+	// dies with it, and with hostd.
+	PIDNamespace       bool   `json:"pid_namespace"`
+	PIDNamespaceWhyNot string `json:"pid_namespace_why_not,omitempty"`
+	// Rlimits: the cgi_* resource limits are set in every CGI process.
+	Rlimits       bool   `json:"rlimits"`
+	RlimitsWhyNot string `json:"rlimits_why_not,omitempty"`
 }
 
 // ReloadStats count reloads since the start.
@@ -350,6 +366,10 @@ func (s *Server) Status() Status {
 	}
 	if len(rt.problems) > 0 {
 		st.ConfigErrors = rt.problems
+	}
+	if c := s.containment.Load(); c != nil {
+		st.Containment = &ContainmentStatus{PIDNamespace: c.PIDNamespace, PIDNamespaceWhyNot: c.PIDNamespaceWhyNot,
+			Rlimits: c.Rlimits, RlimitsWhyNot: c.RlimitsWhyNot}
 	}
 	for _, v := range rt.all {
 		o := &v.ops

@@ -75,10 +75,16 @@ func (s *Server) ensureSpawner(cfg *tenant.Config) error {
 	if err != nil {
 		return fmt.Errorf("cgi spawner: %w", err)
 	}
-	if c := sp.Containment(); !c.Rlimits {
+	c := sp.Containment()
+	if !c.Rlimits {
 		s.logger.Warn("CGI resource limits cannot be enforced", "reason", c.RlimitsWhyNot)
 	}
+	if !c.PIDNamespace {
+		s.logger.Warn("CGI scripts and php-fpm pools run without PID namespaces: processes they detach outlive a killed hostd, php-fpm workers a crashed one",
+			"reason", c.PIDNamespaceWhyNot)
+	}
 	s.spawner = sp
+	s.containment.Store(&c)
 	return nil
 }
 

@@ -49,8 +49,9 @@ type Server struct {
 	build   BuildInfo
 	version string // build.String()
 
-	spawner     *sandbox.Spawner // nil unless a vhost enables CGI or PHP
-	php         *phpfpm.Manager  // the php-fpm pools' manager, made on first use (php.go)
+	spawner     *sandbox.Spawner                    // nil unless a vhost enables CGI or PHP
+	containment atomic.Pointer[sandbox.Containment] // the spawner's, for Status
+	php         *phpfpm.Manager                     // the php-fpm pools' manager, made on first use (php.go)
 	phpOnce     sync.Once
 	rings       *sandbox.Rings // nil unless a vhost uses mode uring (gate.go)
 	vms         *vmPools       // hook VMs shared by the vhosts that do not switch threads (gate.go)

@@ -24,6 +24,7 @@ var statusPage = template.Must(template.New("status").Parse(`<!DOCTYPE html>
 <dt>Failed reloads</dt><dd id="reload-failures">{{.Reloads.Failed}}</dd>
 <dt>Partial reloads</dt><dd id="reload-partial">{{.Reloads.Partial}}</dd>
 <dt>Unknown host names</dt><dd id="unknown-host">{{.Requests.UnknownHost}}</dd>
+{{with .Containment}}<dt>CGI and PHP processes</dt><dd id="containment">{{if .PIDNamespace}}each script and pool in its own PID namespace{{else}}without PID namespaces: {{.PIDNamespaceWhyNot}}{{end}}</dd>{{end}}
 </dl>
 {{if .ConfigErrors}}<h2>Vhost files not applied</h2><ul id="config-errors">{{range $file, $errs := .ConfigErrors}}<li>{{$file}}<ul>{{range $errs}}<li>{{.}}</li>{{end}}</ul></li>{{end}}</ul>{{end}}
 <table id="vhosts">

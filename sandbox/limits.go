@@ -3,7 +3,8 @@ package sandbox
 import "time"
 
 // Limits bound one child of a Spawner and what it leaves behind. The zero
-// value of each field means "not limited".
+// value of each field is the default: no resource limit, and nothing the
+// child starts outlives it.
 type Limits struct {
 	// CPU is RLIMIT_CPU, rounded up to whole seconds: at the limit the
 	// kernel kills the process (soft and hard limits are equal).
@@ -23,8 +24,16 @@ type Limits struct {
 	// OrphanGrace is how long after Spawner.Finished the orphans the child
 	// left behind (descendants that left its process tree, such as a
 	// daemon started with setsid or a double fork) may live before they
-	// are killed. Zero kills them at once.
+	// are killed. Zero kills them at once. It matters only for a child
+	// that shares the server's PID namespace (Background, or
+	// Containment.PIDNamespace false): in a namespace of its own, they die
+	// with the child.
 	OrphanGrace time.Duration
+	// Background lets what the child leaves behind live up to OrphanGrace
+	// after Finished, as without PID namespaces: the child runs in the
+	// server's PID namespace. By default (false) the child is PID 1 of a
+	// new PID namespace (see Containment.PIDNamespace).
+	Background bool
 }
 
 // hasRlimits reports whether l sets any resource limit.
@@ -44,4 +53,13 @@ type Containment struct {
 	// to the server (PR_SET_CHILD_SUBREAPER) and are killed after
 	// Limits.OrphanGrace.
 	Subreaper bool
+	// PIDNamespace is true when every child (but those started with
+	// Limits.Background) is PID 1 of a new PID namespace (CLONE_NEWPID):
+	// when it exits, is killed, or dies with the server (its parent-death
+	// signal), the kernel kills every process left in its namespace, the
+	// ones that left its session (setsid) or were double-forked included.
+	// Creating one needs CAP_SYS_ADMIN.
+	PIDNamespace bool
+	// PIDNamespaceWhyNot says why PIDNamespace is false.
+	PIDNamespaceWhyNot string
 }

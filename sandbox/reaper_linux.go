@@ -37,34 +37,42 @@ type reaper struct {
 	logger    *slog.Logger
 	subreaper bool
 
-	mu      sync.Mutex
-	live    map[int]int64 // pid -> uid (-1: the server's) of started, unfinished children
-	seen    map[int64]bool
-	timers  map[int64]*time.Timer // pending sweep per uid
-	closed  bool
-	sweeps  sync.WaitGroup
-	rlimits Containment // what StartLimited can enforce (probed at NewSpawner)
+	mu          sync.Mutex
+	live        map[int]child // started, unfinished children by pid
+	seen        map[int64]bool
+	timers      map[int64]*time.Timer // pending sweep per uid
+	closed      bool
+	sweeps      sync.WaitGroup
+	containment Containment // what StartLimited can enforce (probed at NewSpawner)
+}
+
+// child is a started child of the Spawner.
+type child struct {
+	uid       int64 // -1: the server's
+	contained bool  // PID 1 of its own PID namespace: leaves no orphans
 }
 
 func (r *reaper) init(logger *slog.Logger) {
 	r.logger = logger
-	r.live = make(map[int]int64)
+	r.live = make(map[int]child)
 	r.seen = make(map[int64]bool)
 	r.timers = make(map[int64]*time.Timer)
 }
 
 // finished forgets the child pid and schedules the sweep of its user's
 // orphans after grace (one pending sweep per user covers every run that
-// ended before it fires).
+// ended before it fires). A child that had its own PID namespace needs
+// none: what it started died with it.
 func (r *reaper) finished(pid int, grace time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	uid, ok := r.live[pid]
+	c, ok := r.live[pid]
 	if !ok {
 		return
 	}
 	delete(r.live, pid)
-	if !r.subreaper || r.closed || r.timers[uid] != nil {
+	uid := c.uid
+	if c.contained || !r.subreaper || r.closed || r.timers[uid] != nil {
 		return
 	}
 	r.sweeps.Add(1)
@@ -264,7 +272,7 @@ func killDescendants(roots []int, uid uint32) int {
 
 // register records a started child; r.mu must be held.
 func (r *reaper) register(cmd *exec.Cmd, uid int64) {
-	r.live[cmd.Process.Pid] = uid
+	r.live[cmd.Process.Pid] = child{uid: uid, contained: cmd.SysProcAttr.Cloneflags&unix.CLONE_NEWPID != 0}
 	r.seen[uid] = true
 }
 

@@ -31,12 +31,19 @@ var ErrSpawnerClosed = errors.New("sandbox: spawner closed")
 // between pipes and the caller's readers and writers and signal the child,
 // they never open tenant files.
 //
-// Children do not outlive their work: the server process is a child
-// subreaper (PR_SET_CHILD_SUBREAPER), so a descendant that leaves a child's
-// process tree (a daemon started with setsid, a double fork) is reparented
-// to the server instead of init; Finished kills the child's process group
-// and, Limits.OrphanGrace later, every such orphan running as the child's
-// user, with its own descendants. Resource limits (Limits) are set in each
+// Children do not outlive their work, nor the server. Each child is PID 1
+// of a PID namespace of its own (CLONE_NEWPID; Containment.PIDNamespace):
+// whatever it starts, a daemon started with setsid or a double fork
+// included, is in that namespace, and the kernel kills all of it when the
+// child exits or is killed, which it is when the server dies (the
+// parent-death signal), however the server dies. Where the kernel refuses
+// that namespace, and for Limits.Background children, the server process is
+// a child subreaper (PR_SET_CHILD_SUBREAPER): a descendant that leaves a
+// child's process tree is reparented to the server instead of init, and
+// Finished kills the child's process group and, Limits.OrphanGrace later,
+// every such orphan running as the child's user, with its own descendants
+// (while the server lives: a SIGKILLed server leaves them to init).
+// Resource limits (Limits) are set in each
 // child between its execve and its first instruction: the child is started
 // traced (PTRACE_TRACEME), stops after the exec, is made to call
 // prlimit64 on itself, and is released (see StartLimited).

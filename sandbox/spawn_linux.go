@@ -59,9 +59,10 @@ func (s *Spawner) loop(ready chan<- error) {
 		ready <- fmt.Errorf("sandbox: new spawner: %w", err)
 		return
 	}
-	s.reaper.rlimits = s.probeRlimits()
+	s.reaper.containment = s.probe()
 	ready <- nil
-	s.logger.Debug("spawner thread started", "tid", unix.Gettid(), "rlimits", s.reaper.rlimits.Rlimits)
+	s.logger.Debug("spawner thread started", "tid", unix.Gettid(), "rlimits", s.reaper.containment.Rlimits,
+		"pid_namespace", s.reaper.containment.PIDNamespace)
 	for {
 		select {
 		case <-s.done:
@@ -121,10 +122,20 @@ func (s *Spawner) Start(ctx context.Context, cmd *exec.Cmd, id *Identity) error 
 // resource limits set before the program runs (see Containment: where the
 // kernel does not let hostd trace its children, the limits are not set and
 // a warning was logged at NewSpawner). It overwrites cmd.SysProcAttr's
-// Credential, Setsid, Setpgid, Pgid, Foreground, Ptrace and Pdeathsig (other
-// fields are kept): the child runs in a new session, so in a new process
-// group whose id is its pid and which cannot be joined from the server's
-// session, and gets SIGKILL when the spawner thread exits. Call Finished
+// Credential, Setsid, Setpgid, Pgid, Foreground, Ptrace and Pdeathsig, and
+// the CLONE_NEWPID bit of Cloneflags (other fields are kept): the child runs
+// in a new session, so in a new process group whose id is its pid and which
+// cannot be joined from the server's session, and gets SIGKILL when the
+// spawner thread exits. Unless lim.Background, and where the kernel allows
+// it (Containment.PIDNamespace), the child is also PID 1 of a new PID
+// namespace: getpid() returns 1 in it, its orphaned descendants are
+// reparented to it, and when it exits the kernel kills every process left
+// in the namespace. Signals from the server still reach it (SIGKILL always;
+// others when the child handles them, as php-fpm does SIGTERM and SIGQUIT),
+// but the kernel drops a signal the child did not set a handler for when
+// it comes from its own namespace, so a script that writes to a closed pipe
+// gets EPIPE rather than SIGPIPE. cmd.Process.Pid is the pid in the
+// server's namespace. Call Finished
 // once cmd.Wait has returned. When cmd was made with
 // exec.CommandContext, Start wraps cmd.Cancel so that the end of that context
 // kills the child's whole process group, not just the child.
@@ -164,6 +175,7 @@ func (s *Spawner) StartLimited(ctx context.Context, cmd *exec.Cmd, id *Identity,
 	attr.Setsid, attr.Setpgid, attr.Pgid, attr.Foreground = true, false, 0, false
 	attr.Setctty, attr.Noctty, attr.Ptrace = false, false, false
 	attr.Pdeathsig = syscall.SIGKILL
+	attr.Cloneflags &^= syscall.CLONE_NEWPID // start sets it
 	cmd.SysProcAttr = &attr
 	if cancel := cmd.Cancel; cancel != nil {
 		cmd.Cancel = func() error {
@@ -219,9 +231,19 @@ func KillProcessGroup(pgid int) error {
 // are to be set), registers the child and sets its limits.
 func (s *Spawner) start(req spawnRequest) error {
 	lims := req.lim.rlimits(req.uid >= 0)
-	trace := len(lims) > 0 && s.reaper.rlimits.Rlimits
+	trace := len(lims) > 0 && s.reaper.containment.Rlimits
 	if trace {
 		req.cmd.SysProcAttr.Ptrace = true
+	}
+	if s.reaper.containment.PIDNamespace && !req.lim.Background {
+		// Go's child, seeing getppid() == 0 in the new namespace, sends
+		// itself the parent-death signal; the kernel drops it, as the
+		// init of a PID namespace ignores a signal without a handler
+		// that comes from inside (the probe checks that it does). So
+		// Go's check for a parent that died between clone and
+		// prctl(PR_SET_PDEATHSIG) is lost: a child forked in the very
+		// moment the server dies may survive it.
+		req.cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWPID
 	}
 	s.reaper.mu.Lock()
 	err := req.cmd.Start()
@@ -296,9 +318,9 @@ func (l *Limits) rlimits(tenant bool) []sys.Rlimit {
 	return out
 }
 
-// probeRlimits checks, on the spawner thread, that children can be traced
-// and limited: it starts /bin/true with a limit, the way StartLimited does.
-func (s *Spawner) probeRlimits() Containment {
+// probe checks, on the spawner thread, what StartLimited can enforce: it
+// starts /bin/true in a new PID namespace, and again traced and limited.
+func (s *Spawner) probe() Containment {
 	c := Containment{Subreaper: s.reaper.subreaper}
 	prog := ""
 	for _, p := range []string{"/bin/true", "/usr/bin/true"} {
@@ -308,14 +330,36 @@ func (s *Spawner) probeRlimits() Containment {
 		}
 	}
 	if prog == "" {
-		c.RlimitsWhyNot = errNoProbe.Error()
+		c.RlimitsWhyNot, c.PIDNamespaceWhyNot = errNoProbe.Error(), errNoProbe.Error()
 		return c
 	}
+	c.PIDNamespaceWhyNot = probePIDNamespace(prog)
+	c.PIDNamespace = c.PIDNamespaceWhyNot == ""
+	c.Rlimits, c.RlimitsWhyNot = probeRlimits(prog)
+	return c
+}
+
+// probePIDNamespace starts prog in a new PID namespace the way start does
+// and returns why that failed ("" when it worked).
+func probePIDNamespace(prog string) string {
+	cmd := exec.Command(prog)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL, Cloneflags: syscall.CLONE_NEWPID}
+	if err := cmd.Start(); err != nil {
+		return "the kernel refuses hostd a new PID namespace per child (CLONE_NEWPID needs CAP_SYS_ADMIN; a container may forbid it): " + err.Error()
+	}
+	if err := cmd.Wait(); err != nil {
+		return "probe in a new PID namespace: " + err.Error()
+	}
+	return ""
+}
+
+// probeRlimits checks that children can be traced and limited: it starts
+// prog with a limit, the way start does. It returns why not when not.
+func probeRlimits(prog string) (bool, string) {
 	cmd := exec.Command(prog)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true, Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		c.RlimitsWhyNot = "the kernel refuses to let hostd trace its children (ptrace: Yama ptrace_scope, seccomp): " + err.Error()
-		return c
+		return false, "the kernel refuses to let hostd trace its children (ptrace: Yama ptrace_scope, seccomp): " + err.Error()
 	}
 	err := setRlimitsAndRelease(cmd.Process.Pid, []sys.Rlimit{{Resource: unix.RLIMIT_CORE, Max: 0}})
 	if err != nil {
@@ -324,13 +368,11 @@ func (s *Spawner) probeRlimits() Containment {
 	werr := cmd.Wait()
 	switch {
 	case err != nil:
-		c.RlimitsWhyNot = err.Error()
+		return false, err.Error()
 	case werr != nil:
-		c.RlimitsWhyNot = "probe: " + werr.Error()
-	default:
-		c.Rlimits = true
+		return false, "probe: " + werr.Error()
 	}
-	return c
+	return true, ""
 }
 
 // Finished tells the Spawner that cmd, which it started, was waited for:
@@ -348,4 +390,4 @@ func (s *Spawner) Finished(cmd *exec.Cmd, lim Limits) {
 }
 
 // Containment reports what the Spawner enforces on its children.
-func (s *Spawner) Containment() Containment { return s.reaper.rlimits }
+func (s *Spawner) Containment() Containment { return s.reaper.containment }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -486,8 +487,127 @@ func TestSpawnerLimits(t *testing.T) {
 	}
 }
 
-// TestSpawnerOrphans: a daemon started with setsid and a double-forked
-// child outlive the script that started them only by the grace.
+// TestSpawnerPIDNamespace: a child is PID 1 of its own PID namespace, and
+// what it started (a setsid daemon, a double fork, a plain background job),
+// all running while it runs, dies when it exits: without Finished, without
+// a sweep (OrphanGrace is an hour). php-fpm's way of stopping (a handled
+// SIGTERM from the server) reaches PID 1 too.
+func TestSpawnerPIDNamespace(t *testing.T) {
+	sandboxtest.RequireRoot(t)
+	s := newTestSpawner(t)
+	if c := s.Containment(); !c.PIDNamespace {
+		t.Fatalf("Containment = %+v, want PIDNamespace (root may create PID namespaces)", c)
+	}
+	lim := Limits{OrphanGrace: time.Hour}
+	for _, exit := range []string{"exit", "sigterm"} {
+		t.Run(exit, func(t *testing.T) {
+			// The script reports its pid, starts three sleeps that leave
+			// its tree in three ways, then waits for stdin to close (exit)
+			// or for a SIGTERM it handles (sigterm).
+			script := `echo $$
+setsid sleep 600 >/dev/null 2>&1 </dev/null &
+(setsid sleep 601 >/dev/null 2>&1 </dev/null &)
+(sleep 602 >/dev/null 2>&1 </dev/null &)
+echo started
+`
+			if exit == "sigterm" {
+				script += "trap 'exit 0' TERM\nwhile :; do sleep 0.05; done\n"
+			} else {
+				script += "cat >/dev/null\n"
+			}
+			cmd := exec.Command("/bin/sh", "-c", script)
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stdin.Close()
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.StartLimited(t.Context(), cmd, &Identity{UID: testUID, GID: testGID}, lim); err != nil {
+				t.Fatalf("StartLimited: %v", err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			var out [64]byte
+			n, _ := io.ReadAtLeast(stdout, out[:], len("1\nstarted\n"))
+			if got := string(out[:n]); got != "1\nstarted\n" {
+				t.Fatalf("script printed %q, want its pid 1, then started", got)
+			}
+			ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", cmd.Process.Pid))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if self, _ := os.Readlink("/proc/self/ns/pid"); self == ns {
+				t.Fatalf("the child is in the server's PID namespace %s", ns)
+			}
+			var sleeps []string
+			sandboxtest.WaitFor(t, "the three sleeps to run in the child's namespace", func() bool {
+				sleeps = sleepsIn(ns)
+				return len(sleeps) == 3
+			})
+			if exit == "sigterm" {
+				if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				stdin.Close()
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("Wait: %v, want exit 0", err)
+			}
+			for _, pid := range sleeps {
+				sandboxtest.WaitFor(t, "sleep "+pid+" to die with PID 1 of its namespace", func() bool { return !sleeping(pid) })
+			}
+			s.Finished(cmd, lim)
+		})
+	}
+}
+
+// TestSpawnerPIDNamespaceCPULimit: the kernel's SIGKILL at RLIMIT_CPU
+// reaches a child that is PID 1 of its namespace (which ignores signals it
+// has no handler for, unless the kernel forces them).
+func TestSpawnerPIDNamespaceCPULimit(t *testing.T) {
+	sandboxtest.RequireRoot(t)
+	s := newTestSpawner(t)
+	lim := Limits{CPU: time.Second}
+	cmd := exec.Command("/bin/sh", "-c", "while :; do :; done")
+	if err := s.StartLimited(t.Context(), cmd, &Identity{UID: testUID, GID: testGID}, lim); err != nil {
+		t.Fatalf("StartLimited: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Errorf("Wait = %v, want killed by SIGKILL at the CPU limit", err)
+		}
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatal("a busy loop outlived its 1s CPU limit by a minute")
+	}
+	s.Finished(cmd, lim)
+}
+
+// sleepsIn returns the pids (in the test's namespace) of the test
+// tenant's live sleeps in the PID namespace ns.
+func sleepsIn(ns string) []string {
+	var pids []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if l, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err == nil && l == ns && sleeping(e.Name()) {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
+}
+
+// TestSpawnerOrphans: with Limits.Background (the child shares the
+// server's PID namespace, as everywhere the kernel refuses one), a daemon
+// started with setsid and a double-forked child outlive the script that
+// started them only by the grace.
 func TestSpawnerOrphans(t *testing.T) {
 	sandboxtest.RequireRoot(t)
 	s := newTestSpawner(t)
@@ -499,7 +619,7 @@ setsid sleep 600 >/dev/null 2>&1 </dev/null & echo $!
 (setsid sleep 601 >/dev/null 2>&1 </dev/null & echo $!)
 (sleep 602 >/dev/null 2>&1 </dev/null & echo $!)`)
 	cmd.Stdout = &out
-	lim := Limits{OrphanGrace: 200 * time.Millisecond}
+	lim := Limits{OrphanGrace: 200 * time.Millisecond, Background: true}
 	if err := s.StartLimited(t.Context(), cmd, &Identity{UID: testUID, GID: testGID}, lim); err != nil {
 		t.Fatalf("StartLimited: %v", err)
 	}

@@ -284,8 +284,16 @@ type Limits struct {
 	// CGIOpenFiles is RLIMIT_NOFILE (default 1024, -1 = unlimited).
 	CGIOpenFiles int `toml:"cgi_open_files,omitzero"`
 	// CGIGrace is how long the processes a CGI script left behind (a
-	// setsid daemon, a double fork) may outlive its request (default 2s).
+	// setsid daemon, a double fork) may outlive its request (default 2s)
+	// when they may outlive the script at all: with CGIBackground, or where
+	// the kernel refuses hostd PID namespaces.
 	CGIGrace Duration `toml:"cgi_grace,omitzero"`
+	// CGIBackground lets what a CGI script leaves behind live until
+	// cgi_grace after its request, as Apache's suEXEC lets it live: the
+	// script runs in hostd's PID namespace. By default (false) each script
+	// is PID 1 of a PID namespace of its own, and the kernel kills what it
+	// started when it exits.
+	CGIBackground bool `toml:"cgi_background,omitempty"`
 }
 
 // CGI is a vhost's [cgi] table.

@@ -279,5 +279,6 @@ func (l *Limits) CGIContainment() sandbox.Limits {
 		Processes:   pos(l.CGIProcesses),
 		OpenFiles:   pos(l.CGIOpenFiles),
 		OrphanGrace: l.CGIGrace.Std(),
+		Background:  l.CGIBackground,
 	}
 }

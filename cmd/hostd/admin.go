@@ -96,6 +96,13 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 		st.Handshakes.Full, st.Handshakes.Resumed, st.Handshakes.Failed, st.Handshakes.Shed)
 	fmt.Fprintf(stdout, "requests for unknown hosts %d, misdirected %d; connections refused per IP %d\n",
 		st.Requests.UnknownHost, st.Requests.Misdirected, st.Requests.ConnsRefusedPerIP)
+	if c := st.Containment; c != nil {
+		if c.PIDNamespace {
+			fmt.Fprintln(stdout, "processes: each CGI script and php-fpm pool in its own PID namespace")
+		} else {
+			fmt.Fprintf(stdout, "processes: WITHOUT PID namespaces (%s)\n", c.PIDNamespaceWhyNot)
+		}
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "vhost\tsandbox\trequests\t2xx\t3xx\t4xx\t5xx\tactive\tworkers\tbusy\tthreads started\thook errors\thook timeouts\tcgi\tshared dict bytes\t")
 	for _, name := range slices.Sorted(maps.Keys(st.VHosts)) {

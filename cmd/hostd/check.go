@@ -49,7 +49,8 @@ func printVHosts(cfg *tenant.Config, stdout, stderr io.Writer) {
 }
 
 // limitsText describes CGI limits: "(cpu 30s, data 512MiB, processes 512,
-// files 1024, orphans killed 2s after the request)".
+// files 1024, orphans die with the script)", or with cgi_background
+// "(..., orphans killed 2s after the request)".
 func limitsText(l sandbox.Limits) string {
 	n := func(v int) string {
 		if v <= 0 {
@@ -57,18 +58,24 @@ func limitsText(l sandbox.Limits) string {
 		}
 		return fmt.Sprint(v)
 	}
-	return fmt.Sprintf("(cpu %v, data %dMiB, processes %s, files %s, orphans killed %v after the request)",
-		l.CPU, l.Memory>>20, n(l.Processes), n(l.OpenFiles), l.OrphanGrace)
+	orphans := "orphans die with the script"
+	if l.Background {
+		orphans = fmt.Sprintf("orphans killed %v after the request", l.OrphanGrace)
+	}
+	return fmt.Sprintf("(cpu %v, data %dMiB, processes %s, files %s, %s)",
+		l.CPU, l.Memory>>20, n(l.Processes), n(l.OpenFiles), orphans)
 }
 
-// printContainment reports what the CGI spawner can enforce here, as
-// `hostd serve` would find it: it starts a spawner, which probes.
+// printContainment reports what the spawner of CGI scripts and php-fpm
+// pools can enforce here, as `hostd serve` would find it: it starts a
+// spawner, which probes.
 func printContainment(cfg *tenant.Config, stdout, stderr io.Writer) {
-	cgi := false
+	cgi, php := false, false
 	for _, v := range cfg.VHosts {
 		cgi = cgi || v.CGI.Enabled
+		php = php || v.PHP.Enabled
 	}
-	if !cgi {
+	if !cgi && !php {
 		return
 	}
 	sp, err := sandbox.NewSpawner(nil)
@@ -78,13 +85,21 @@ func printContainment(cfg *tenant.Config, stdout, stderr io.Writer) {
 	}
 	c := sp.Containment()
 	sp.Close()
+	if c.PIDNamespace {
+		fmt.Fprintln(stdout, "process containment: every CGI script and php-fpm pool is PID 1 of its own PID namespace; what it starts dies with it, and with hostd")
+	} else {
+		fmt.Fprintf(stderr, "WARNING: CGI scripts and php-fpm pools cannot get PID namespaces (%s): processes they detach (setsid, double fork) outlive a killed hostd, and php-fpm workers a crashed one\n", c.PIDNamespaceWhyNot)
+	}
+	if !cgi {
+		return
+	}
 	if c.Rlimits {
 		fmt.Fprintln(stdout, "cgi containment: resource limits set in every CGI process before it runs")
 	} else {
 		fmt.Fprintf(stderr, "WARNING: CGI resource limits (cgi_cpu, cgi_memory, cgi_processes, cgi_open_files) cannot be enforced: %s\n", c.RlimitsWhyNot)
 	}
 	if c.Subreaper {
-		fmt.Fprintln(stdout, "cgi containment: processes a script leaves behind are killed cgi_grace after its request; cgroups: not used")
+		fmt.Fprintln(stdout, "cgi containment: processes a script leaves behind in hostd's PID namespace (cgi_background, or no PID namespaces) are killed cgi_grace after its request; cgroups: not used")
 	} else {
 		fmt.Fprintln(stderr, "WARNING: processes a CGI script leaves behind cannot be collected (PR_SET_CHILD_SUBREAPER failed)")
 	}

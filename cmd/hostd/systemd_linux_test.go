@@ -101,6 +101,8 @@ func unitCapabilities(t *testing.T) string {
 // no_new_privs), as a Type=notify service (NOTIFY_SOCKET): it must report
 // READY, serve a thread-mode tenant, kill a CGI script's process group at
 // cgi_timeout, report RELOADING/READY around `hostd reload`, and STOPPING.
+// Without CAP_SYS_ADMIN it runs CGI without PID namespaces and says so
+// (one warning; hostd status).
 func TestServeUnderUnitCapabilities(t *testing.T) {
 	sandboxtest.RequireRoot(t)
 	if _, err := exec.LookPath("setpriv"); err != nil {
@@ -212,7 +214,14 @@ func TestServeUnderUnitCapabilities(t *testing.T) {
 		return len(bytes.TrimSpace(out)) == 0
 	})
 
-	out, err := exec.Command(bin, "reload", "--config", config).CombinedOutput()
+	// Without CAP_SYS_ADMIN, CGI runs without PID namespaces (as above),
+	// and hostd says so: hostd status here, one warning in the log below.
+	out, err := exec.Command(bin, "status", "--config", config).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "processes: WITHOUT PID namespaces (") || !strings.Contains(string(out), "CAP_SYS_ADMIN") {
+		t.Errorf("hostd status: %v\n%s\nwant it to report the missing PID namespaces and why", err, out)
+	}
+
+	out, err = exec.Command(bin, "reload", "--config", config).CombinedOutput()
 	if err != nil {
 		t.Fatalf("reload: %v\n%s", err, out)
 	}
@@ -226,5 +235,8 @@ func TestServeUnderUnitCapabilities(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "CAP_KILL is not effective") {
 		t.Errorf("hostd warns about CAP_KILL:\n%s", logs.String())
+	}
+	if n := strings.Count(logs.String(), "run without PID namespaces"); n != 1 {
+		t.Errorf("%d warnings about PID namespaces, want 1:\n%s", n, logs.String())
 	}
 }
