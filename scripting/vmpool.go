@@ -10,9 +10,12 @@ type VMPool[V any] struct {
 	closed atomic.Bool
 }
 
-// NewVMPool returns a pool keeping at most max idle VMs; free frees a VM
-// the pool does not keep.
+// NewVMPool returns a pool keeping at most max idle VMs (DefaultMaxVMs
+// when max <= 0); free frees a VM the pool does not keep.
 func NewVMPool[V any](max int, free func(V)) *VMPool[V] {
+	if max <= 0 {
+		max = DefaultMaxVMs
+	}
 	return &VMPool[V]{idle: make(chan V, max), free: free}
 }
 
@@ -53,4 +56,16 @@ func (p *VMPool[V]) Close() {
 			return
 		}
 	}
+}
+
+// EngineParts returns what every engine makes the same way of its Config:
+// cfg with its defaults, the language's compiled-script cache (lang names
+// it in cfg.Scripts) and the VM pool, which is pool when the engine shares
+// one (an engine of a Pool of many tenants') or else its own of cfg.MaxVMs.
+func EngineParts[S, V any](cfg Config, lang string, pool *VMPool[V], free func(V)) (Config, *ScriptCache[S], *VMPool[V]) {
+	cfg = cfg.WithDefaults()
+	if pool == nil {
+		pool = NewVMPool(cfg.MaxVMs, free)
+	}
+	return cfg, CacheFor[S](cfg.Scripts, lang), pool
 }
