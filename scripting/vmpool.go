@@ -69,3 +69,27 @@ func EngineParts[S, V any](cfg Config, lang string, pool *VMPool[V], free func(V
 	}
 	return cfg, CacheFor[S](cfg.Scripts, lang), pool
 }
+
+// SharedPool is an engine package's Pool: VMs shared by the engines of
+// many tenants (one pool per server, as mod_mruby keeps one interpreter
+// per process), each engine made by the package on the pool's VMs. It is
+// safe for concurrent use.
+type SharedPool[V, E any] struct {
+	vms    *VMPool[V]
+	engine func(Config, *VMPool[V]) E
+}
+
+// NewSharedPool returns a pool keeping at most maxIdle idle VMs (default
+// DefaultMaxVMs; more are made while more runs are in progress), freed
+// with free; engine makes an engine of a Config on the pool's VMs.
+func NewSharedPool[V, E any](maxIdle int, free func(V), engine func(Config, *VMPool[V]) E) *SharedPool[V, E] {
+	return &SharedPool[V, E]{vms: NewVMPool(maxIdle, free), engine: engine}
+}
+
+// Engine returns a tenant's engine whose runs use the pool's VMs. Zero
+// fields of cfg take their defaults; cfg.MaxVMs is ignored.
+func (p *SharedPool[V, E]) Engine(cfg Config) E { return p.engine(cfg, p.vms) }
+
+// Close frees the idle VMs; VMs of runs in progress are freed when they
+// end. The pool's engines must not run afterwards.
+func (p *SharedPool[V, E]) Close() { p.vms.Close() }

@@ -44,19 +44,11 @@ func New(cfg scripting.Config) *Engine { return engineOf(cfg, nil) }
 // idle VM, binds it to the tenant for the run and leaves nothing of the
 // tenant in it, so a tenant costs its compiled scripts, not VMs. It is
 // safe for concurrent use.
-type Pool struct {
-	vms *scripting.VMPool[*vm]
-}
+type Pool = scripting.SharedPool[*vm, *Engine]
 
 // NewPool returns a pool keeping at most maxIdle idle VMs (default
 // scripting.DefaultMaxVMs); more are made while more runs are in progress.
-func NewPool(maxIdle int) *Pool {
-	return &Pool{vms: scripting.NewVMPool(maxIdle, (*vm).close)}
-}
-
-// Engine returns a tenant's engine whose runs use the pool's VMs. Zero
-// fields of cfg take their defaults; cfg.MaxVMs is ignored.
-func (p *Pool) Engine(cfg scripting.Config) *Engine { return engineOf(cfg, p.vms) }
+func NewPool(maxIdle int) *Pool { return scripting.NewSharedPool(maxIdle, (*vm).close, engineOf) }
 
 // engineOf makes an engine of its own VMs (pool nil) or of a Pool's.
 func engineOf(cfg scripting.Config, pool *scripting.VMPool[*vm]) *Engine {
@@ -64,10 +56,6 @@ func engineOf(cfg scripting.Config, pool *scripting.VMPool[*vm]) *Engine {
 	e.cfg, e.scripts, e.pool = scripting.EngineParts[*glua.FunctionProto](cfg, "lua", pool, (*vm).close)
 	return e
 }
-
-// Close frees the idle VMs; VMs of runs in progress are freed when they
-// end. The pool's engines must not run afterwards.
-func (p *Pool) Close() { p.vms.Close() }
 
 // Language returns the Lua hook language (.lua files) for scripting.Engines.
 func Language() scripting.Language {
