@@ -31,8 +31,10 @@ PREFIX  ?= /usr/local
 
 all: build
 
-deps:
-	@missing=""; for p in $(APT_PKGS); do \
+# apt_install installs those of the Debian packages $(1) that are
+# missing (as root; apt-get update first).
+define apt_install
+missing=""; for p in $(1); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -40,6 +42,10 @@ deps:
 		if [ "$$(id -u)" != 0 ]; then echo "run as root to install:$$missing" >&2; exit 1; fi; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
+endef
+
+deps:
+	@$(call apt_install,$(APT_PKGS))
 
 build: $(BUILD_DEPS)
 	$(GO) build -buildvcs=auto -ldflags '$(GO_LDFLAGS)' -o $(BIN) ./cmd/hostd
@@ -91,14 +97,7 @@ test-short: $(BUILD_DEPS)
 # stops its own instances). Root, apt.
 PEER_PKGS ?= nginx libnginx-mod-http-lua h2o apache2
 bench-peers-deps:
-	@missing=""; for p in $(PEER_PKGS); do \
-		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-		echo "installing:$$missing"; \
-		if [ "$$(id -u)" != 0 ]; then echo "run as root to install:$$missing" >&2; exit 1; fi; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	fi
+	@$(call apt_install,$(PEER_PKGS))
 
 # Go tools the tests run (skipped when missing, except in CI): h2spec.
 H2SPEC := $(shell $(GO) env GOPATH)/bin/h2spec

@@ -22,7 +22,7 @@ import (
 	"github.com/prometheus/common/model"
 	"golang.org/x/net/html"
 
-	"github.com/hostd/hostd/host"
+	"github.com/hostd/hostd/host/admin"
 	"github.com/hostd/hostd/host/hosttest"
 	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
@@ -32,7 +32,7 @@ func TestAdminSocketMode(t *testing.T) {
 		"vhosts.d/alice.toml": "server_name = \"alice.example\"\nroot = \"../alice\"\n",
 		"alice/index.html":    "alice home\n",
 	})
-	fi, err := os.Stat(host.AdminSocketPath(s.Config.StateDir))
+	fi, err := os.Stat(admin.SocketPath(s.Config.StateDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestTrace(t *testing.T) {
 	defer cancel()
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- admin(s).Trace(ctx, "alice.example", pw); pw.Close() }()
+	go func() { done <- adminOf(s).Trace(ctx, "alice.example", pw); pw.Close() }()
 	lines := bufio.NewScanner(pr)
 	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "# tracing alice.example") {
 		t.Fatalf("trace header %q", lines.Text())
@@ -225,7 +225,7 @@ func TestMetricsAndStatusPage(t *testing.T) {
 	promtoolCheck(t, addr)
 
 	// /status.json is what `hostd status --json` prints.
-	var st host.Status
+	var st admin.Status
 	jr, err := addr.get("/status.json")
 	if err != nil {
 		t.Fatal(err)

@@ -65,7 +65,7 @@ func TestAdminRequiresToken(t *testing.T) {
 	if v, _ := metricValue(mfs, "hostd_admin_unauthorized_total", nil); v != 8 {
 		t.Errorf("hostd_admin_unauthorized_total = %v, want 8", v)
 	}
-	if _, err := admin(s).Status(context.Background()); err != nil {
+	if _, err := adminOf(s).Status(context.Background()); err != nil {
 		t.Fatalf("admin socket: %v", err)
 	}
 }
@@ -106,7 +106,7 @@ func TestLogRedaction(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			pr, pw := io.Pipe()
-			go func() { admin(s).Trace(ctx, "", pw); pw.Close() }()
+			go func() { adminOf(s).Trace(ctx, "", pw); pw.Close() }()
 			lines := bufio.NewScanner(pr)
 			lines.Scan() // header
 			c := s.Client("alice.example", false)

@@ -121,7 +121,7 @@ path = "/compile"
 
 	// The server's resident memory: a baseline after a warm-up, then the
 	// highest value seen while the hostile requests run.
-	baseline := rss()
+	baseline := sandboxtest.RSS()
 	var peak atomic.Int64
 	peak.Store(baseline)
 	stop := make(chan struct{})
@@ -136,7 +136,7 @@ path = "/compile"
 			case <-stop:
 				return
 			case <-tick.C:
-				if v := rss(); v > peak.Load() {
+				if v := sandboxtest.RSS(); v > peak.Load() {
 					peak.Store(v)
 				}
 			}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hostd/hostd/host/hosttest"
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
 // Tenants of the hostile-hook test.
@@ -106,7 +105,7 @@ max_concurrent_per_client = -1
 	if r := hosttest.Get(t, good, "https://good.example/hello"); r.StatusCode != 200 || r.Body != "hello" {
 		t.Fatalf("good before: %d %q", r.StatusCode, r.Body)
 	}
-	baseline := rss()
+	baseline := sandboxtest.RSS()
 	if baseline == 0 {
 		t.Fatal("no VmRSS in /proc/self/status")
 	}
@@ -117,7 +116,7 @@ max_concurrent_per_client = -1
 	go func() { // resident memory, sampled
 		defer bg.Done()
 		for {
-			if n := rss(); n > peak.Load() {
+			if n := sandboxtest.RSS(); n > peak.Load() {
 				peak.Store(n)
 			}
 			select {
@@ -205,21 +204,6 @@ max_concurrent_per_client = -1
 	if goodOK.Load() == 0 {
 		t.Error("the good tenant got no answer during the attack")
 	}
-}
-
-// rss returns this process's resident memory in bytes (0: unknown).
-func rss() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 // fetch gets url with c (safe in any goroutine, unlike hosttest.Get).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hostd/hostd/host/admin"
 	"github.com/hostd/hostd/host/cgi"
 	"github.com/hostd/hostd/host/phpfpm"
 	"github.com/hostd/hostd/sandbox"
@@ -99,24 +100,13 @@ func needsSpawner(vcs []*tenant.VHost) bool {
 	return false
 }
 
-// PHPStatus is the state of a vhost's php-fpm pool.
-type PHPStatus struct {
-	State     string `json:"state"`         // idle, running, failed or closed
-	PID       int    `json:"pid,omitempty"` // the master's, while running
-	Starts    uint64 `json:"starts"`        // masters started
-	Crashes   uint64 `json:"crashes"`       // masters that died unasked
-	Requests  uint64 `json:"requests"`      // FastCGI requests sent
-	Busy      int    `json:"busy"`          // connections carrying a request
-	IdleConns int    `json:"idle_conns"`    // kept connections
-}
-
 // phpStatus returns the pool's state, or nil without [php].
-func (v *vhost) phpStatus() *PHPStatus {
+func (v *vhost) phpStatus() *admin.PHPStatus {
 	if v.php == nil {
 		return nil
 	}
 	st := v.php.Stats()
-	return &PHPStatus{State: st.State, PID: st.PID, Starts: st.Starts, Crashes: st.Crashes,
+	return &admin.PHPStatus{State: st.State, PID: st.PID, Starts: st.Starts, Crashes: st.Crashes,
 		Requests: st.Requests, Busy: st.Busy, IdleConns: st.Idle}
 }
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hostd/hostd/host"
+	"github.com/hostd/hostd/host/admin"
 	"github.com/hostd/hostd/host/hosttest"
 	"github.com/hostd/hostd/sandbox/sandboxtest"
 	"github.com/hostd/hostd/tenant"
@@ -96,13 +96,13 @@ func chownTree(t *testing.T, root string, uid int) {
 	}
 }
 
-func phpStatus(t *testing.T, s *hosttest.Server, name string) host.PHPStatus {
+func phpStatus(t *testing.T, s *hosttest.Server, name string) admin.PHPStatus {
 	t.Helper()
 	if v, ok := s.Status().VHosts[name]; ok && v.PHP != nil {
 		return *v.PHP
 	}
 	t.Fatalf("no PHP status for %s", name)
-	return host.PHPStatus{}
+	return admin.PHPStatus{}
 }
 
 // procStatus returns the fields of /proc/PID/status.

@@ -15,59 +15,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hostd/hostd/host/admin"
 	"github.com/hostd/hostd/tenant"
 )
 
 // drainPoll is how often a retired vhost checks for its last request.
 const drainPoll = 20 * time.Millisecond
-
-// ReloadResult describes a reload that was applied, wholly or in part.
-type ReloadResult struct {
-	Generation uint64 `json:"generation"` // the new configuration generation
-	Unchanged  int    `json:"unchanged"`  // vhosts whose settings did not change: same state, warm workers
-	Added      int    `json:"added"`      // new vhosts
-	Changed    int    `json:"changed"`    // vhosts rebuilt because their settings changed
-	Removed    int    `json:"removed"`    // vhosts dropped; they drain and close in the background
-	// Kept counts vhosts whose new files have errors: they keep serving
-	// their previous version (hooks, VMs, shared dictionary included).
-	Kept int `json:"kept"`
-	// NotAdded counts new vhost files with errors: they are not served.
-	NotAdded int `json:"not_added"`
-	// VHosts lists every vhost the reload added, changed, removed, kept
-	// or did not add (unchanged ones are only counted), in file order.
-	VHosts []VHostChange `json:"vhosts,omitempty"`
-	// Warnings are what the reload could not apply and needs a restart
-	// ([server] settings), one sentence each.
-	Warnings []string      `json:"warnings,omitempty"`
-	Duration time.Duration `json:"duration_ns"` // load, validation and swap
-}
-
-// Partial reports whether some vhost files were not applied (Kept or
-// NotAdded): `hostd reload` then exits with status 3.
-func (r *ReloadResult) Partial() bool { return r.Kept > 0 || r.NotAdded > 0 }
-
-// VHostChange is what a reload did with one vhost file.
-type VHostChange struct {
-	// Name is the vhost's server_name ("" for a new file that could not
-	// be read).
-	Name string `json:"name"`
-	File string `json:"file"`
-	// Action is ChangeAdded, ChangeChanged, ChangeRemoved, ChangeKept or
-	// ChangeNotAdded.
-	Action string `json:"action"`
-	// Errors say why a vhost was kept on its previous version or not
-	// added: FILE:LINE: message, one per entry.
-	Errors []string `json:"errors,omitempty"`
-}
-
-// VHostChange actions.
-const (
-	ChangeAdded    = "added"
-	ChangeChanged  = "changed"
-	ChangeRemoved  = "removed"
-	ChangeKept     = "kept"      // the new files have errors: the previous version keeps serving
-	ChangeNotAdded = "not added" // a new file with errors
-)
 
 // Reload re-reads the main file the server was started with and every
 // vhost file and validates them as `hostd check` does. Each tenant is
@@ -84,7 +37,7 @@ const (
 // than vhosts are not reloaded: changing them is reported in Warnings and
 // needs a restart. Reload is safe for concurrent use; reloads run one at
 // a time.
-func (s *Server) Reload(ctx context.Context) (ReloadResult, error) {
+func (s *Server) Reload(ctx context.Context) (admin.ReloadResult, error) {
 	s.ops.reloadMu.Lock()
 	defer s.ops.reloadMu.Unlock()
 	s.notify(notifyReloading)
@@ -141,13 +94,13 @@ func serverChanges(a, b *tenant.Server) []string {
 }
 
 // reload reads the configuration files again and applies them.
-func (s *Server) reload(ctx context.Context) (ReloadResult, error) {
+func (s *Server) reload(ctx context.Context) (admin.ReloadResult, error) {
 	cfg, broken, err := Validate(s.cfg.File)
 	if err != nil {
-		return ReloadResult{}, err
+		return admin.ReloadResult{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return ReloadResult{}, err
+		return admin.ReloadResult{}, err
 	}
 	var warnings []string
 	if keys := serverChanges(&s.cfg.Server, &cfg.Server); len(keys) > 0 {
@@ -176,20 +129,20 @@ func emptyRoutes(cfg *tenant.Config) *routes {
 // broken are the vhost files Validate refused. strict (start-up without
 // SkipBroken) refuses cfg when a vhost fails to build: nothing of it is
 // served and the error names every failure.
-func (s *Server) apply(ctx context.Context, cfg *tenant.Config, broken []*tenant.Broken, strict bool) (ReloadResult, error) {
+func (s *Server) apply(ctx context.Context, cfg *tenant.Config, broken []*tenant.Broken, strict bool) (admin.ReloadResult, error) {
 	if err := s.ensureSpawner(cfg); err != nil { // php.go
-		return ReloadResult{}, err
+		return admin.ReloadResult{}, err
 	}
 	if err := s.ensureRings(cfg); err != nil { // gate.go
-		return ReloadResult{}, err
+		return admin.ReloadResult{}, err
 	}
 	if err := s.setupACME(cfg); err != nil { // acme.go
-		return ReloadResult{}, err
+		return admin.ReloadResult{}, err
 	}
 	old := s.routes.Load()
 	p := planReload(old, cfg, broken)
 	if err := ctx.Err(); err != nil {
-		return ReloadResult{}, err
+		return admin.ReloadResult{}, err
 	}
 	toBuild := make([]*tenant.VHost, len(p.build))
 	for i, b := range p.build {
@@ -202,7 +155,7 @@ func (s *Server) apply(ctx context.Context, cfg *tenant.Config, broken []*tenant
 				v.close()
 			}
 		}
-		return ReloadResult{}, err
+		return admin.ReloadResult{}, err
 	}
 	for i, b := range p.build {
 		if errs[i] == nil {
@@ -256,7 +209,7 @@ func (p *reloadPlan) notBuilt(b buildItem, err error) {
 		p.keep(b.prev, b.vc.File, []string{msg})
 		return
 	}
-	p.changes = append(p.changes, VHostChange{Name: b.vc.ServerName, File: b.vc.File, Action: ChangeNotAdded, Errors: []string{msg}})
+	p.changes = append(p.changes, admin.VHostChange{Name: b.vc.ServerName, File: b.vc.File, Action: admin.ChangeNotAdded, Errors: []string{msg}})
 	p.problems[b.vc.File] = []string{msg}
 }
 
@@ -268,7 +221,7 @@ func (p *reloadPlan) retired(old, rt *routes) []*vhost {
 		if !p.inUse[v] {
 			retired = append(retired, v)
 			if rt.byName[v.cfg.ServerName] == nil {
-				p.changes = append(p.changes, VHostChange{Name: v.cfg.ServerName, File: v.cfg.File, Action: ChangeRemoved})
+				p.changes = append(p.changes, admin.VHostChange{Name: v.cfg.ServerName, File: v.cfg.File, Action: admin.ChangeRemoved})
 			}
 		}
 	}
@@ -276,20 +229,20 @@ func (p *reloadPlan) retired(old, rt *routes) []*vhost {
 }
 
 // result sums up the plan's changes, in file order.
-func (p *reloadPlan) result(gen uint64) ReloadResult {
-	slices.SortStableFunc(p.changes, func(a, b VHostChange) int { return strings.Compare(a.File, b.File) })
-	res := ReloadResult{VHosts: p.changes, Unchanged: p.unchanged, Generation: gen}
+func (p *reloadPlan) result(gen uint64) admin.ReloadResult {
+	slices.SortStableFunc(p.changes, func(a, b admin.VHostChange) int { return strings.Compare(a.File, b.File) })
+	res := admin.ReloadResult{VHosts: p.changes, Unchanged: p.unchanged, Generation: gen}
 	for _, c := range p.changes {
 		switch c.Action {
-		case ChangeAdded:
+		case admin.ChangeAdded:
 			res.Added++
-		case ChangeChanged:
+		case admin.ChangeChanged:
 			res.Changed++
-		case ChangeRemoved:
+		case admin.ChangeRemoved:
 			res.Removed++
-		case ChangeKept:
+		case admin.ChangeKept:
 			res.Kept++
-		case ChangeNotAdded:
+		case admin.ChangeNotAdded:
 			res.NotAdded++
 		}
 	}
@@ -302,7 +255,7 @@ type reloadPlan struct {
 	order     []*vhost          // vhosts served next
 	inUse     map[*vhost]bool   // old vhosts that stay
 	build     []buildItem
-	changes   []VHostChange
+	changes   []admin.VHostChange
 	unchanged int
 	problems  map[string][]string // file -> errors of kept and not added vhosts
 }
@@ -338,7 +291,7 @@ func planReload(old *routes, cfg *tenant.Config, broken []*tenant.Broken) *reloa
 		if len(b.Names) > 0 {
 			name = b.Names[0]
 		}
-		p.changes = append(p.changes, VHostChange{Name: name, File: b.File, Action: ChangeNotAdded, Errors: errs})
+		p.changes = append(p.changes, admin.VHostChange{Name: name, File: b.File, Action: admin.ChangeNotAdded, Errors: errs})
 		p.problems[b.File] = errs
 	}
 	for _, vc := range cfg.VHosts {
@@ -352,7 +305,7 @@ func planReload(old *routes, cfg *tenant.Config, broken []*tenant.Broken) *reloa
 			if prev != nil {
 				p.keep(prev, vc.File, []string{msg})
 			} else {
-				p.changes = append(p.changes, VHostChange{Name: vc.ServerName, File: vc.File, Action: ChangeNotAdded, Errors: []string{msg}})
+				p.changes = append(p.changes, admin.VHostChange{Name: vc.ServerName, File: vc.File, Action: admin.ChangeNotAdded, Errors: []string{msg}})
 				p.problems[vc.File] = []string{msg}
 			}
 			continue
@@ -364,10 +317,10 @@ func planReload(old *routes, cfg *tenant.Config, broken []*tenant.Broken) *reloa
 			p.order = append(p.order, prev)
 			p.claim(vc.Names(), prev)
 		case prev != nil:
-			p.build = append(p.build, buildItem{vc: vc, prev: prev, action: ChangeChanged})
+			p.build = append(p.build, buildItem{vc: vc, prev: prev, action: admin.ChangeChanged})
 			p.claim(vc.Names(), nil)
 		default:
-			p.build = append(p.build, buildItem{vc: vc, action: ChangeAdded})
+			p.build = append(p.build, buildItem{vc: vc, action: admin.ChangeAdded})
 			p.claim(vc.Names(), nil)
 		}
 	}
@@ -416,14 +369,14 @@ func (p *reloadPlan) keep(prev *vhost, file string, errs []string) {
 		}
 	}
 	p.problems[prev.cfg.File] = errs
-	p.changes = append(p.changes, VHostChange{Name: prev.cfg.ServerName, File: file, Action: ChangeKept, Errors: errs})
+	p.changes = append(p.changes, admin.VHostChange{Name: prev.cfg.ServerName, File: file, Action: admin.ChangeKept, Errors: errs})
 }
 
 // serve adds a newly built vhost.
 func (p *reloadPlan) serve(v *vhost, action string) {
 	p.order = append(p.order, v)
 	p.claim(v.cfg.Names(), v)
-	p.changes = append(p.changes, VHostChange{Name: v.cfg.ServerName, File: v.cfg.File, Action: action})
+	p.changes = append(p.changes, admin.VHostChange{Name: v.cfg.ServerName, File: v.cfg.File, Action: action})
 }
 
 // routes builds the next routes: every vhost in file order, each name to

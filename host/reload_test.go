@@ -13,16 +13,16 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/hostd/hostd/host"
+	"github.com/hostd/hostd/host/admin"
 	"github.com/hostd/hostd/host/hosttest"
 	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
-func admin(s *hosttest.Server) host.AdminClient {
-	return host.AdminClient{Socket: host.AdminSocketPath(s.Config.StateDir)}
+func adminOf(s *hosttest.Server) admin.Client {
+	return admin.Client{Socket: admin.SocketPath(s.Config.StateDir)}
 }
 
-func vhostStatus(t *testing.T, st *host.Status, name string) host.VHostStatus {
+func vhostStatus(t *testing.T, st *admin.Status, name string) admin.VHostStatus {
 	t.Helper()
 	v, ok := st.VHosts[name]
 	if !ok {
@@ -62,7 +62,7 @@ func TestReloadBrokenFileIsolated(t *testing.T) {
 			if err := os.WriteFile(bobFile, []byte(tc.file), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			res, err := admin(s).Reload(ctx)
+			res, err := adminOf(s).Reload(ctx)
 			if err != nil {
 				t.Fatalf("reload: %v", err)
 			}
@@ -70,13 +70,13 @@ func TestReloadBrokenFileIsolated(t *testing.T) {
 			if !res.Partial() || res.NotAdded != 1 || res.Added != 0 || res.Generation != gen {
 				t.Errorf("result %+v", res)
 			}
-			var bob *host.VHostChange
+			var bob *admin.VHostChange
 			for i := range res.VHosts {
 				if res.VHosts[i].File == bobFile {
 					bob = &res.VHosts[i]
 				}
 			}
-			if bob == nil || bob.Action != host.ChangeNotAdded || len(bob.Errors) == 0 || !strings.Contains(bob.Errors[0], tc.want) {
+			if bob == nil || bob.Action != admin.ChangeNotAdded || len(bob.Errors) == 0 || !strings.Contains(bob.Errors[0], tc.want) {
 				t.Fatalf("bob: %+v, want an error containing %q", bob, tc.want)
 			}
 			if tc.aliceKept != (res.Kept == 1) || (!tc.aliceKept && res.Unchanged != 1) {
@@ -85,7 +85,7 @@ func TestReloadBrokenFileIsolated(t *testing.T) {
 			if r := hosttest.Get(t, c, "https://alice.example/"); r.StatusCode != 200 || r.Body != "alice home\n" {
 				t.Errorf("alice after the reload: %d %q", r.StatusCode, r.Body)
 			}
-			st, err := admin(s).Status(ctx)
+			st, err := adminOf(s).Status(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,7 +98,7 @@ func TestReloadBrokenFileIsolated(t *testing.T) {
 	if err := os.WriteFile(bobFile, []byte("server_name = \"bob.example\"\nroot = \"../bob\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res, err := admin(s).Reload(ctx)
+	res, err := adminOf(s).Reload(ctx)
 	if err != nil {
 		t.Fatalf("reload: %v", err)
 	}
@@ -111,7 +111,7 @@ func TestReloadBrokenFileIsolated(t *testing.T) {
 	if cert := s.PeerCertificate(t, "bob.example"); !slices.Contains(cert.DNSNames, "bob.example") {
 		t.Errorf("bob's certificate names %v", cert.DNSNames)
 	}
-	st, err := admin(s).Status(ctx)
+	st, err := adminOf(s).Status(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestReloadMainFileErrorRefused(t *testing.T) {
 		"hostd.toml":        hosttest.MainConfig + "read_timeout = 60\n",
 		"vhosts.d/bob.toml": "server_name = \"bob.example\"\nroot = 1\n",
 	})
-	_, err := admin(s).Reload(context.Background())
+	_, err := adminOf(s).Reload(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "hostd.toml:7:16: server.read_timeout") || !strings.Contains(err.Error(), "bob.toml:2:8: root: want a string") {
 		t.Fatalf("reload error = %v", err)
 	}
@@ -193,10 +193,10 @@ func TestReloadUnderLoad(t *testing.T) {
 		want := ok.Load() + 8
 		sandboxtest.WaitFor(t, "the clients' next requests", func() bool { return ok.Load() >= want || failed.Load() > 0 })
 	}
-	reload := func(want func(host.ReloadResult) bool) {
+	reload := func(want func(admin.ReloadResult) bool) {
 		t.Helper()
 		progress()
-		res, err := admin(s).Reload(ctx)
+		res, err := adminOf(s).Reload(ctx)
 		if err != nil {
 			t.Fatalf("reload: %v", err)
 		}
@@ -210,14 +210,14 @@ func TestReloadUnderLoad(t *testing.T) {
 		}
 	}
 	write("carol.toml", "server_name = \"carol.example\"\nroot = \"../carol\"\n")
-	reload(func(r host.ReloadResult) bool { return r.Added == 1 && r.Unchanged == 2 })
+	reload(func(r admin.ReloadResult) bool { return r.Added == 1 && r.Unchanged == 2 })
 	os.Remove(filepath.Join(s.Dir, "vhosts.d", "bob.toml"))
-	reload(func(r host.ReloadResult) bool { return r.Removed == 1 && r.Unchanged == 2 })
+	reload(func(r admin.ReloadResult) bool { return r.Removed == 1 && r.Unchanged == 2 })
 	// alice's settings change: she is rebuilt while her requests run.
 	write("alice.toml", "server_name = \"alice.example\"\naliases = [\"www.alice.example\"]\nroot = \"../alice\"\n")
-	reload(func(r host.ReloadResult) bool { return r.Changed == 1 && r.Unchanged == 1 })
+	reload(func(r admin.ReloadResult) bool { return r.Changed == 1 && r.Unchanged == 1 })
 	for range 3 {
-		reload(func(r host.ReloadResult) bool { return r.Unchanged == 2 })
+		reload(func(r admin.ReloadResult) bool { return r.Unchanged == 2 })
 	}
 	progress()
 	cancel()
@@ -255,7 +255,7 @@ func TestReloadKeepsWarmWorkers(t *testing.T) {
 	tctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pr, pw := io.Pipe()
-	go func() { admin(s).Trace(tctx, "bob.example", pw); pw.Close() }()
+	go func() { adminOf(s).Trace(tctx, "bob.example", pw); pw.Close() }()
 	lines := bufio.NewScanner(pr)
 	lines.Scan() // header
 	for _, n := range []string{"alice", "bob"} {
@@ -276,7 +276,7 @@ func TestReloadKeepsWarmWorkers(t *testing.T) {
 	}
 	cancel()
 	ctx := context.Background()
-	before, err := admin(s).Status(ctx)
+	before, err := adminOf(s).Status(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,11 +285,11 @@ func TestReloadKeepsWarmWorkers(t *testing.T) {
 		t.Fatalf("alice has %d workers after a request", a0.Workers)
 	}
 	os.Remove(filepath.Join(s.Dir, "vhosts.d", "bob.toml"))
-	if _, err := admin(s).Reload(ctx); err != nil {
+	if _, err := adminOf(s).Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
 	hosttest.Get(t, s.Client("alice.example", false), "https://alice.example/")
-	after, err := admin(s).Status(ctx)
+	after, err := adminOf(s).Status(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

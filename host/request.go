@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/hostd/hostd/host/session"
 	"github.com/hostd/hostd/scripting"
@@ -75,12 +74,12 @@ func (h *hookRequest) RemotePort() int {
 	return n
 }
 
-// SetPath rewrites the request path internally; "p?q" replaces the query.
-func (h *hookRequest) SetPath(p string) error {
+// SetPath rewrites the request path internally (scripting.Hook split and
+// checked it).
+func (h *hookRequest) SetPath(path, query string, hasQuery bool) error {
 	if h.resp.done() {
 		return errors.New("set_path: the response was already sent")
 	}
-	path, query, hasQuery := strings.Cut(p, "?") // scripting.Hook checked path
 	h.path = path
 	if hasQuery {
 		h.query = query

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hostd/hostd/host/admin"
 	"github.com/hostd/hostd/host/admission"
 	"github.com/hostd/hostd/host/phpfpm"
 	"github.com/hostd/hostd/host/tickets"
@@ -176,9 +177,9 @@ func (s *Server) newHTTPServer(h http.HandlerFunc, errLog *log.Logger) *http.Ser
 
 // logNotServed logs the vhosts start-up leaves out (SkipBroken) because
 // they failed to build; the files Validate refused were reported already.
-func logNotServed(logger *slog.Logger, res ReloadResult, broken []*tenant.Broken) {
+func logNotServed(logger *slog.Logger, res admin.ReloadResult, broken []*tenant.Broken) {
 	for _, c := range res.VHosts {
-		if c.Action != ChangeNotAdded || slices.ContainsFunc(broken, func(b *tenant.Broken) bool { return b.File == c.File }) {
+		if c.Action != admin.ChangeNotAdded || slices.ContainsFunc(broken, func(b *tenant.Broken) bool { return b.File == c.File }) {
 			continue
 		}
 		logger.Error("vhost not served", "file", c.File, "err", strings.Join(c.Errors, "\n"))

@@ -3,6 +3,7 @@ package host
 import (
 	"sync/atomic"
 
+	"github.com/hostd/hostd/host/admin"
 	"github.com/hostd/hostd/host/admission"
 )
 
@@ -24,17 +25,9 @@ type serverStats struct {
 	misdirected                       atomic.Uint64
 }
 
-// HandshakeStats is a snapshot of the TLS handshake counters.
-type HandshakeStats struct {
-	Full    uint64 `json:"full"`
-	Resumed uint64 `json:"resumed"`
-	Failed  uint64 `json:"failed"`
-	Shed    uint64 `json:"shed"`
-}
-
 // HandshakeStats returns the handshake counters since the server started.
-func (s *Server) HandshakeStats() HandshakeStats {
-	return HandshakeStats{
+func (s *Server) HandshakeStats() admin.HandshakeStats {
+	return admin.HandshakeStats{
 		Full:    s.stats.handshakesFull.Load(),
 		Resumed: s.stats.handshakesResumed.Load(),
 		Failed:  s.stats.handshakesFailed.Load(),

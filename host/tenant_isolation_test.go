@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hostd/hostd/host"
+	"github.com/hostd/hostd/host/admin"
 	"github.com/hostd/hostd/host/hosttest"
 )
 
@@ -62,16 +62,16 @@ func TestReloadIsolatesTenants(t *testing.T) {
 		"vhosts.d/alice.toml": "server_name = \"alice.example\"\naliases = [\"www.alice.example\"]\nroot = \"../pub\"\nrun_as_server = true\n[[hooks]]\nphase = \"content\"\nfile = \"../hooks/hello.lua\"\npath = \"/hello\"\n",
 		"vhosts.d/carol.toml": "server_name = \"carol.example\"\nroot = \"../pub\"\n",
 	})
-	res, err := admin(s).Reload(ctx)
+	res, err := adminOf(s).Reload(ctx)
 	if err != nil {
 		t.Fatalf("reload: %v", err)
 	}
 	if res.Added != 1 || res.Kept != 1 || res.Changed != 0 || !res.Partial() {
 		t.Errorf("reload: %+v", res)
 	}
-	var kept *host.VHostChange
+	var kept *admin.VHostChange
 	for i := range res.VHosts {
-		if res.VHosts[i].Action == host.ChangeKept {
+		if res.VHosts[i].Action == admin.ChangeKept {
 			kept = &res.VHosts[i]
 		}
 	}
@@ -94,7 +94,7 @@ func TestReloadIsolatesTenants(t *testing.T) {
 	// reload time, breaks again right after: the rebuilt vhost falls back
 	// to the last good compiled version, and the dictionary survives.
 	writeLater(t, hook, counterHook("v3"))
-	res, err = admin(s).Reload(ctx)
+	res, err = adminOf(s).Reload(ctx)
 	if err != nil || res.Changed != 1 || res.Partial() {
 		t.Fatalf("reload: %+v %v", res, err)
 	}
@@ -102,7 +102,7 @@ func TestReloadIsolatesTenants(t *testing.T) {
 		t.Errorf("alice rebuilt: %d %q", r.StatusCode, r.Body)
 	}
 	writeLater(t, aliceFile, "server_name = \"alice.example\"\nroot = \"../pub\"\nrun_as_server = true\nindex = [\"index.html\"]\n[[hooks]]\nphase = \"content\"\nfile = \"../hooks/hello.lua\"\npath = \"/hello\"\n")
-	res, err = admin(s).Reload(ctx)
+	res, err = adminOf(s).Reload(ctx)
 	if err != nil || res.Changed != 1 || res.Partial() {
 		t.Fatalf("reload: %+v %v", res, err)
 	}
@@ -123,7 +123,7 @@ func TestReloadIsolatesTenants(t *testing.T) {
 		"vhosts.d/dave.toml": "server_name = \"dave.example\"\nroot = \"../pub\"\nrun_as_server = true\n[[hooks]]\nphase = \"access\"\nfile = \"../hooks/dave.lua\"\n",
 		"hooks/dave.lua":     "return 403\n",
 	})
-	if res, err := admin(s).Reload(ctx); err != nil || res.Added != 1 {
+	if res, err := adminOf(s).Reload(ctx); err != nil || res.Added != 1 {
 		t.Fatalf("reload: %+v %v", res, err)
 	}
 	writeLater(t, filepath.Join(s.Dir, "hooks", "dave.lua"), "return (\n")

@@ -53,10 +53,11 @@ type Request interface {
 	URI() string
 	// Path is the current, decoded request path (after internal rewrites).
 	Path() string
-	// SetPath rewrites the path internally (rewrite phase); the query, if
-	// p has one after '?', replaces the current query. scripting.Hook has
-	// checked that the path starts with '/' and holds no NUL.
-	SetPath(p string) error
+	// SetPath rewrites the path internally (rewrite phase); with
+	// hasQuery (r:set_path's argument had a '?'), query replaces the
+	// current query. scripting.Hook has split the argument and checked that
+	// the path starts with '/' and holds no NUL.
+	SetPath(path, query string, hasQuery bool) error
 	// Query is the raw query string, without '?'.
 	Query() string
 	Host() string

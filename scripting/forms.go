@@ -47,17 +47,22 @@ func ParseArgs(q string) map[string]any {
 	}
 	vals, _ := url.ParseQuery(q) // keeps the well-formed pairs
 	for k, vs := range vals {
-		if len(vs) == 1 {
-			m[k] = vs[0]
-			continue
-		}
-		l := make([]any, len(vs))
-		for i, s := range vs {
-			l[i] = s
-		}
-		m[k] = l
+		m[k] = multiValue(vs)
 	}
 	return m
+}
+
+// multiValue is how hooks see the values of a name that may repeat (a
+// query argument, a header): the string when there is one, else a list.
+func multiValue(vs []string) any {
+	if len(vs) == 1 {
+		return vs[0]
+	}
+	l := make([]any, len(vs))
+	for i, s := range vs {
+		l[i] = s
+	}
+	return l
 }
 
 // EncodeArgs encodes name -> value pairs as a query string, names sorted:

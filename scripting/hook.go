@@ -139,14 +139,14 @@ func (h *Hook) SetPath(p string) error {
 	if h.Phase != PhaseRewrite {
 		return errRewriteOnly
 	}
-	path, _, _ := strings.Cut(p, "?")
+	path, query, hasQuery := strings.Cut(p, "?")
 	if !strings.HasPrefix(path, "/") {
 		return hostError(fmt.Errorf("set_path: path %q must start with '/'", path))
 	}
 	if strings.IndexByte(path, 0) >= 0 {
 		return hostError(errors.New("set_path: path contains NUL"))
 	}
-	return hostError(h.Req.SetPath(p))
+	return hostError(h.Req.SetPath(path, query, hasQuery))
 }
 
 // Write is r:write: p goes to the response (not retained).

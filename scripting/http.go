@@ -153,17 +153,7 @@ func (r *HTTPResponse) Value() map[string]any {
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		vs := r.Header[k]
-		name := strings.ToLower(k)
-		if len(vs) == 1 {
-			h[name] = vs[0]
-			continue
-		}
-		l := make([]any, len(vs))
-		for i, s := range vs {
-			l[i] = s
-		}
-		h[name] = l
+		h[strings.ToLower(k)] = multiValue(r.Header[k])
 	}
 	return map[string]any{"status": int64(r.Status), "headers": h, "body": string(r.Body)}
 }

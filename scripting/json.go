@@ -19,10 +19,10 @@ var ErrJSONTooLarge = errors.New("scripting: json text exceeds the input limit")
 
 // EncodeJSON encodes v, a JSON-able value (nil, bool, float64, int64, int,
 // string, []any, map[string]any), as compact JSON of at most max bytes
-// (max <= 0: 1 MiB). NaN and infinities are errors.
+// (max <= 0: DefaultMaxInput). NaN and infinities are errors.
 func EncodeJSON(v any, max int) ([]byte, error) {
 	if max <= 0 {
-		max = 1 << 20
+		max = DefaultMaxInput
 	}
 	if err := checkJSONValue(v, 0); err != nil {
 		return nil, err
@@ -69,11 +69,11 @@ func checkJSONValue(v any, depth int) error {
 }
 
 // DecodeJSON decodes one JSON value from b (at most max bytes; max <= 0:
-// 1 MiB) into nil, bool, int64 (integral numbers that fit), float64, string,
+// DefaultMaxInput) into nil, bool, int64 (integral numbers that fit), float64, string,
 // []any or map[string]any. Trailing data other than white space is an error.
 func DecodeJSON(b []byte, max int) (any, error) {
 	if max <= 0 {
-		max = 1 << 20
+		max = DefaultMaxInput
 	}
 	if len(b) > max {
 		return nil, ErrJSONTooLarge

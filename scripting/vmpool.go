@@ -10,9 +10,12 @@ type VMPool[V any] struct {
 	closed atomic.Bool
 }
 
-// NewVMPool returns a pool keeping at most max idle VMs; free frees a VM
-// the pool does not keep.
+// NewVMPool returns a pool keeping at most max idle VMs (DefaultMaxVMs
+// when max <= 0); free frees a VM the pool does not keep.
 func NewVMPool[V any](max int, free func(V)) *VMPool[V] {
+	if max <= 0 {
+		max = DefaultMaxVMs
+	}
 	return &VMPool[V]{idle: make(chan V, max), free: free}
 }
 
@@ -54,3 +57,39 @@ func (p *VMPool[V]) Close() {
 		}
 	}
 }
+
+// EngineParts returns what every engine makes the same way of its Config:
+// cfg with its defaults, the language's compiled-script cache (lang names
+// it in cfg.Scripts) and the VM pool, which is pool when the engine shares
+// one (an engine of a Pool of many tenants') or else its own of cfg.MaxVMs.
+func EngineParts[S, V any](cfg Config, lang string, pool *VMPool[V], free func(V)) (Config, *ScriptCache[S], *VMPool[V]) {
+	cfg = cfg.WithDefaults()
+	if pool == nil {
+		pool = NewVMPool(cfg.MaxVMs, free)
+	}
+	return cfg, CacheFor[S](cfg.Scripts, lang), pool
+}
+
+// SharedPool is an engine package's Pool: VMs shared by the engines of
+// many tenants (one pool per server, as mod_mruby keeps one interpreter
+// per process), each engine made by the package on the pool's VMs. It is
+// safe for concurrent use.
+type SharedPool[V, E any] struct {
+	vms    *VMPool[V]
+	engine func(Config, *VMPool[V]) E
+}
+
+// NewSharedPool returns a pool keeping at most maxIdle idle VMs (default
+// DefaultMaxVMs; more are made while more runs are in progress), freed
+// with free; engine makes an engine of a Config on the pool's VMs.
+func NewSharedPool[V, E any](maxIdle int, free func(V), engine func(Config, *VMPool[V]) E) *SharedPool[V, E] {
+	return &SharedPool[V, E]{vms: NewVMPool(maxIdle, free), engine: engine}
+}
+
+// Engine returns a tenant's engine whose runs use the pool's VMs. Zero
+// fields of cfg take their defaults; cfg.MaxVMs is ignored.
+func (p *SharedPool[V, E]) Engine(cfg Config) E { return p.engine(cfg, p.vms) }
+
+// Close frees the idle VMs; VMs of runs in progress are freed when they
+// end. The pool's engines must not run afterwards.
+func (p *SharedPool[V, E]) Close() { p.vms.Close() }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/hostd/hostd/host/cgi"
 )
 
 // Duration is a TOML string such as "30s" or "1m30s".
@@ -468,7 +470,7 @@ func (c *Config) MinUID() int64 {
 	if c.Server.MinUID != nil {
 		return *c.Server.MinUID
 	}
-	return DefaultMinUID
+	return cgi.DefaultMinUID
 }
 
 // Lookup returns the vhost serving host name, or nil.

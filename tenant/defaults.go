@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hostd/hostd/host/cgi"
+	"github.com/hostd/hostd/host/phpfpm"
 	"github.com/hostd/hostd/sandbox"
 	"github.com/hostd/hostd/scripting"
 )
@@ -40,21 +42,19 @@ const (
 	DefaultMaxThreads = 4096
 	// DefaultTenantCPUShare is server.tenant_cpu_share.
 	DefaultTenantCPUShare = 0.5
-	// DefaultMinUID is server.min_uid.
-	DefaultMinUID = 1000
 )
 
 // DefaultMaxHandshakes is server.max_handshakes: four per CPU.
 func DefaultMaxHandshakes() int { return 4 * runtime.GOMAXPROCS(0) }
 
-// Defaults of a vhost's keys. The [limits] keys that configure a lower
-// layer's option take that option's default (scripting.Default*,
-// sandbox.DefaultIdleTimeout), so each number is written once.
+// Defaults of a vhost's keys. The keys that configure a lower layer's
+// option take that option's default (scripting.Default*,
+// sandbox.DefaultIdleTimeout, cgi.Default*, phpfpm.Default*; [sessions]
+// keys stay zero, which session.Options reads as its defaults), so each
+// number is written once.
 const (
 	DefaultMaxConcurrent = 256
-	DefaultMaxBody       = 1 << 20
 	DefaultMaxResponse   = 16 << 20
-	DefaultCGITimeout    = 30 * time.Second
 	DefaultCGIMemory     = 512 << 20
 	DefaultCGIProcesses  = 512
 	DefaultCGIOpenFiles  = 1024
@@ -82,9 +82,6 @@ func DefaultPerClient(maxConcurrent int) int {
 
 // DefaultIndex is a vhost's index when it sets none.
 var DefaultIndex = []string{"index.html"}
-
-// DefaultCGIExtensions is [cgi] extensions when a vhost sets none.
-var DefaultCGIExtensions = []string{".cgi"}
 
 // WithDefaults sets every zero key of the configuration that has a fixed
 // default to it: the [server] table and each vhost's own keys and
@@ -144,8 +141,9 @@ func (v *VHost) setDefaults() {
 		v.Index = slices.Clone(DefaultIndex)
 	}
 	if len(v.CGI.Extensions) == 0 {
-		v.CGI.Extensions = slices.Clone(DefaultCGIExtensions)
+		v.CGI.Extensions = []string{cgi.DefaultExtension}
 	}
+	v.PHP.setDefaults()
 	v.Limits.setDefaults()
 }
 
@@ -158,8 +156,8 @@ func (l *Limits) setDefaults() {
 	setInt(&l.ScriptMemory, scripting.DefaultMaxMemory)
 	setInt(&l.MaxScriptSize, scripting.DefaultMaxScript)
 	setInt(&l.SharedDictSize, scripting.DefaultSharedDictSize)
-	setDuration(&l.CGITimeout, DefaultCGITimeout)
-	setInt(&l.MaxBody, DefaultMaxBody)
+	setDuration(&l.CGITimeout, cgi.DefaultTimeout)
+	setInt(&l.MaxBody, cgi.DefaultMaxBody)
 	setInt(&l.MaxFormPart, l.MaxBody)
 	setInt(&l.MaxResponse, DefaultMaxResponse)
 	setInt(&l.MaxRanges, DefaultMaxRanges)
@@ -169,6 +167,25 @@ func (l *Limits) setDefaults() {
 	setDuration(&l.CGICPU, l.CGITimeout.Std())
 	setInt(&l.CGIMemory, DefaultCGIMemory)
 	setDuration(&l.CGIGrace, DefaultCGIGrace)
+}
+
+// setDefaults fills the [php] keys (the pool's options) with phpfpm's
+// defaults; checkPHP resolves tmp_dir against the file.
+func (p *PHP) setDefaults() {
+	if len(p.Extensions) == 0 {
+		p.Extensions = []string{phpfpm.DefaultExtension}
+	}
+	setInt(&p.Workers, phpfpm.DefaultWorkers)
+	setInt(&p.MaxRequests, phpfpm.DefaultMaxRequests)
+	setDuration(&p.IdleTimeout, phpfpm.DefaultIdleTimeout)
+	setDuration(&p.PoolIdle, phpfpm.DefaultPoolIdle)
+	setDuration(&p.Timeout, phpfpm.DefaultTimeout)
+	if p.TmpDir == "" {
+		p.TmpDir = phpfpm.DefaultTmpDir
+	}
+	if p.FPM == "" {
+		p.FPM = DefaultPHPFPM
+	}
 }
 
 // Work names the kinds of work a vhost does and, for each, the identity it

@@ -149,8 +149,14 @@ func TestWithDefaults(t *testing.T) {
 	if !reflect.DeepEqual(c.VHosts[0].Limits, cfg.VHosts[0].Limits) {
 		t.Errorf("limits %+v, want %+v", c.VHosts[0].Limits, cfg.VHosts[0].Limits)
 	}
-	if v, w := c.VHosts[0], cfg.VHosts[0]; !reflect.DeepEqual(v.Index, w.Index) || !reflect.DeepEqual(v.CGI, w.CGI) {
+	v, w := c.VHosts[0], cfg.VHosts[0]
+	if !reflect.DeepEqual(v.Index, w.Index) || !reflect.DeepEqual(v.CGI, w.CGI) {
 		t.Errorf("index %q cgi %+v, want %q %+v", v.Index, v.CGI, w.Index, w.CGI)
+	}
+	vp, wp := v.PHP, w.PHP
+	wp.INI, wp.Settings = nil, nil // Load makes empty maps of an absent ini
+	if !reflect.DeepEqual(vp, wp) {
+		t.Errorf("php %+v, want %+v", vp, wp)
 	}
 	// Load also resolves the paths below state_dir, default_sandbox
 	// and write_timeout, which WithDefaults leaves.

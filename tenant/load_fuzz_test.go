@@ -14,21 +14,7 @@ import (
 // has; a vhost it accepts writes back (Encode) to a file that loads to the
 // same vhost.
 func FuzzLoadVHost(f *testing.F) {
-	for _, seed := range []string{
-		"server_name = \"a.example\"\nroot = \"../public\"\n",
-		"server_name = \"a.example\"\naliases = [\"www.a.example\"]\nroot = \"../public\"\nindex = [\"index.htm\"]\nhsts = true\n",
-		"server_name = \"a.example\"\nroot = \"../public\"\n[limits]\nmax_body = \"2MiB\"\nscript_timeout = \"2s\"\nmax_concurrent = -1\n",
-		"server_name = \"a.example\"\nroot = \"../public\"\n[cgi]\nenabled = true\ninterpreters = { \".pl\" = \"/usr/bin/perl\" }\n",
-		"server_name = \"a.example\"\nroot = \"../public\"\n[[hooks]]\nphase = \"content\"\nfile = \"../hooks/a.lua\"\npath = \"/x/*\"\n",
-		"server_name = \"a.example\"\nroot = \"../public\"\n[[respond]]\npath = \"/ping\"\nbody = \"pong\"\nstatus = 201\n",
-		"server_name = \"a.example\"\nroot = \"../public\"\n[sessions]\nttl = \"10m\"\ncookie = \"sid\"\n",
-		"server_name = 1\nroot = [\n",
-		"[limits]\nmax_body = -1\nwrite = \"x\"\n",
-		"server_name = \"a.example\"\nroot = \"../public\"\nsandbox = \"thread\"\nuser = \"31001\"\n",
-		"server_name = \"a..example\"\nroot = \"/\"\ntls = \"acme\"\n",
-	} {
-		f.Add(seed)
-	}
+	// The seeds are testdata/fuzz/FuzzLoadVHost (go test runs them).
 	// One directory for every input: each writes its vhost file over
 	// the last one's.
 	dir := f.TempDir()

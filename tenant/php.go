@@ -10,22 +10,18 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hostd/hostd/host/phpfpm"
 )
 
-// Defaults of the [php] table.
+// The [php] table's own default (its other keys take phpfpm.Default*,
+// the pool's options, in setDefaults) and limits.
 const (
 	// DefaultPHPFPM is the php-fpm binary of Debian 12's php8.2-fpm package.
 	DefaultPHPFPM = "/usr/sbin/php-fpm8.2"
 	// PHPFPMPackage is the Debian package that provides DefaultPHPFPM.
 	PHPFPMPackage           = "php8.2-fpm"
-	DefaultPHPWorkers       = 4
-	DefaultPHPMaxRequests   = 500
-	DefaultPHPIdleTimeout   = 10 * time.Second
-	DefaultPHPPoolIdle      = 10 * time.Minute
-	DefaultPHPTimeout       = 30 * time.Second
-	DefaultPHPTmpDir        = "/tmp"
 	maxPHPWorkers           = 1024
-	defaultPHPExtension     = ".php"
 	phpINIKeyChars          = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_."
 	phpINIForbiddenInValues = "\x00\r\n\""
 )
@@ -68,13 +64,10 @@ type PHP struct {
 	Settings map[string]string `toml:"-"`
 }
 
-// checkPHP validates the [php] table of v and fills in its defaults.
+// checkPHP validates the [php] table of v (after setDefaults).
 func (l *loader) checkPHP(cfg *Config, file string, loc *locator, v *VHost) {
 	p := &v.PHP
 	line := func(key string) int { return nonzero(loc.line("php", -1, key), loc.line("php", -1, "")) }
-	if len(p.Extensions) == 0 {
-		p.Extensions = []string{defaultPHPExtension}
-	}
 	for _, e := range p.Extensions {
 		if len(e) < 2 || e[0] != '.' || strings.ContainsAny(e[1:], "./\\ \x00") {
 			l.add(file, line("extensions"), "php extension %q: want a dot and a name, e.g. \".php\"", e)
@@ -86,38 +79,19 @@ func (l *loader) checkPHP(cfg *Config, file string, loc *locator, v *VHost) {
 			l.add(file, line("extensions"), "extension %q is served by both [cgi] extensions and [php]: remove it from one", e)
 		}
 	}
-	switch {
-	case p.Workers < 0 || p.Workers > maxPHPWorkers:
-		l.add(file, line("workers"), "php workers %d: want 1 to %d (0 = default %d)", p.Workers, maxPHPWorkers, DefaultPHPWorkers)
-	case p.Workers == 0:
-		p.Workers = DefaultPHPWorkers
+	if p.Workers < 0 || p.Workers > maxPHPWorkers {
+		l.add(file, line("workers"), "php workers %d: want 1 to %d (0 = default %d)", p.Workers, maxPHPWorkers, phpfpm.DefaultWorkers)
 	}
-	switch {
-	case p.MaxRequests < -1:
-		l.add(file, line("max_requests"), "php max_requests must be positive, 0 (default %d) or -1 (never recycle)", DefaultPHPMaxRequests)
-	case p.MaxRequests == 0:
-		p.MaxRequests = DefaultPHPMaxRequests
+	if p.MaxRequests < -1 {
+		l.add(file, line("max_requests"), "php max_requests must be positive, 0 (default %d) or -1 (never recycle)", phpfpm.DefaultMaxRequests)
 	}
-	if p.IdleTimeout == 0 {
-		p.IdleTimeout = Duration(DefaultPHPIdleTimeout)
-	} else if p.IdleTimeout.Std() < time.Second {
+	if p.IdleTimeout.Std() < time.Second {
 		l.add(file, line("idle_timeout"), "php idle_timeout must be at least 1s (php-fpm counts seconds)")
 	}
-	if p.PoolIdle == 0 {
-		p.PoolIdle = Duration(DefaultPHPPoolIdle)
-	}
-	if p.Timeout == 0 {
-		p.Timeout = Duration(DefaultPHPTimeout)
-	} else if p.Timeout.Std() < time.Second {
+	if p.Timeout.Std() < time.Second {
 		l.add(file, line("timeout"), "php timeout must be at least 1s (php-fpm counts seconds)")
 	}
-	if p.TmpDir == "" {
-		p.TmpDir = DefaultPHPTmpDir
-	}
 	p.TmpDir = rel(filepath.Dir(file), p.TmpDir)
-	if p.FPM == "" {
-		p.FPM = DefaultPHPFPM
-	}
 	if !filepath.IsAbs(p.FPM) {
 		l.add(file, line("fpm"), "php fpm %q must be an absolute path (default %s)", p.FPM, DefaultPHPFPM)
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestPHPDefaultsAndSettings(t *testing.T) {
@@ -30,8 +31,8 @@ ini = { memory_limit = "64M", display_errors = false, max_execution_time = 5 }
 		t.Fatal(err)
 	}
 	p := cfg.VHosts[0].PHP
-	if p.Workers != DefaultPHPWorkers || p.MaxRequests != DefaultPHPMaxRequests || p.IdleTimeout.Std() != DefaultPHPIdleTimeout ||
-		p.Timeout.Std() != DefaultPHPTimeout || len(p.Extensions) != 1 || p.Extensions[0] != ".php" {
+	if p.Workers != 4 || p.MaxRequests != 500 || p.IdleTimeout.Std() != 10*time.Second ||
+		p.Timeout.Std() != 30*time.Second || len(p.Extensions) != 1 || p.Extensions[0] != ".php" {
 		t.Errorf("defaults not applied: %+v", p)
 	}
 	if p.TmpDir != filepath.Join(dir, "other") {

@@ -11,7 +11,10 @@ import (
 // Sessions is a [sessions] table: where r.session keeps its data. In the
 // main file it is the default of every vhost; a vhost's table overrides
 // the keys it sets (changing store drops the main file's url, servers and
-// backup). After Load, VHost.Sessions is complete, with defaults.
+// backup). After Load, VHost.Sessions is complete: its store is set, and
+// cookie, ttl and max_bytes are zero where no file sets them, which
+// host/session's Options read as their defaults (session.DefaultCookie,
+// DefaultTTL, DefaultMaxBytes), the one place those numbers are written.
 type Sessions struct {
 	// Store is "memory" (default: one node, lost on restart), "redis" or
 	// "memcached".
@@ -91,7 +94,7 @@ func (l *loader) checkSessions(file string, loc *locator, s *Sessions) {
 }
 
 // effectiveSessions merges a vhost's [sessions] over the main file's,
-// fills in defaults and checks that the store has what it needs.
+// fills in the store and checks that the store has what it needs.
 func (l *loader) effectiveSessions(cfg *Config, file string, v *Sessions) Sessions {
 	base, e := cfg.Sessions, *v
 	where, at := file, v.line
@@ -128,15 +131,6 @@ func (l *loader) effectiveSessions(cfg *Config, file string, v *Sessions) Sessio
 	}
 	if e.Store == "" {
 		e.Store = StoreMemory
-	}
-	if e.Cookie == "" {
-		e.Cookie = "hostd_session"
-	}
-	if e.TTL == 0 {
-		e.TTL = Duration(30 * time.Minute)
-	}
-	if e.MaxBytes == 0 {
-		e.MaxBytes = 4096
 	}
 	if where != file {
 		e.line = at

@@ -15,23 +15,23 @@ func TestSessionsConfig(t *testing.T) {
 		want        Sessions // checked when wantErr is ""
 		wantErr     string   // substring, with file:line
 	}{
-		{name: "defaults", want: Sessions{Store: "memory", Cookie: "hostd_session", TTL: Duration(30 * time.Minute), MaxBytes: 4096}},
+		{name: "defaults", want: Sessions{Store: "memory"}},
 		{
 			name: "main redis",
 			main: "[sessions]\nstore = \"redis\"\nurl = \"redis://127.0.0.1:6379/0\"\nttl = \"10m\"\n",
-			want: Sessions{Store: "redis", URL: "redis://127.0.0.1:6379/0", Cookie: "hostd_session", TTL: Duration(10 * time.Minute), MaxBytes: 4096},
+			want: Sessions{Store: "redis", URL: "redis://127.0.0.1:6379/0", TTL: Duration(10 * time.Minute)},
 		},
 		{
 			name:  "vhost overrides keys",
 			main:  "[sessions]\nstore = \"redis\"\nurl = \"redis://127.0.0.1:6379/0\"\n",
 			vhost: "[sessions]\ncookie = \"sid\"\nmax_bytes = \"8KiB\"\n",
-			want:  Sessions{Store: "redis", URL: "redis://127.0.0.1:6379/0", Cookie: "sid", TTL: Duration(30 * time.Minute), MaxBytes: 8192},
+			want:  Sessions{Store: "redis", URL: "redis://127.0.0.1:6379/0", Cookie: "sid", MaxBytes: 8192},
 		},
 		{
 			name:  "vhost changes store",
 			main:  "[sessions]\nstore = \"redis\"\nurl = \"redis://127.0.0.1:6379/0\"\n",
 			vhost: "[sessions]\nstore = \"memcached\"\nservers = [\"127.0.0.1:11211\"]\nbackup = [\"127.0.0.1:11212\"]\n",
-			want:  Sessions{Store: "memcached", Servers: []string{"127.0.0.1:11211"}, Backup: []string{"127.0.0.1:11212"}, Cookie: "hostd_session", TTL: Duration(30 * time.Minute), MaxBytes: 4096},
+			want:  Sessions{Store: "memcached", Servers: []string{"127.0.0.1:11211"}, Backup: []string{"127.0.0.1:11212"}},
 		},
 		{name: "bad store", main: "[sessions]\nstore = \"mysql\"\n", wantErr: "hostd.toml:6: sessions.store \"mysql\""},
 		{name: "redis without url", main: "[sessions]\nstore = \"redis\"\n", wantErr: "hostd.toml:5: sessions: store = \"redis\" needs url"},

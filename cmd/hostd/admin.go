@@ -21,6 +21,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/hostd/hostd/host"
+	"github.com/hostd/hostd/host/admin"
 	"github.com/hostd/hostd/tenant"
 )
 
@@ -47,7 +48,7 @@ func adminSocket(path string) (string, error) {
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(filepath.Dir(abs), dir)
 	}
-	return host.AdminSocketPath(dir), nil
+	return admin.SocketPath(dir), nil
 }
 
 func adminFlags(name string) (*flag.FlagSet, *string) {
@@ -59,7 +60,7 @@ func adminFlags(name string) (*flag.FlagSet, *string) {
 // adminClient parses an admin command's flags and returns the client of
 // the server serving --config; when !ok the command returns code (a usage
 // error, or no server: the reason is printed, prefixed with fs's name).
-func adminClient(fs *flag.FlagSet, config *string, args []string, stdout, stderr io.Writer) (c host.AdminClient, code int, ok bool) {
+func adminClient(fs *flag.FlagSet, config *string, args []string, stdout, stderr io.Writer) (c admin.Client, code int, ok bool) {
 	if code, ok := parse(fs, args, stdout, stderr); !ok {
 		return c, code, false
 	}
@@ -68,7 +69,7 @@ func adminClient(fs *flag.FlagSet, config *string, args []string, stdout, stderr
 		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
 		return c, exitError, false
 	}
-	return host.AdminClient{Socket: sock}, 0, true
+	return admin.Client{Socket: sock}, 0, true
 }
 
 func cmdStatus(args []string, stdout, stderr io.Writer) int {
@@ -139,7 +140,7 @@ func cmdReload(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := client.Reload(ctx)
-	if errors.Is(err, host.ErrNoServer) {
+	if errors.Is(err, admin.ErrNoServer) {
 		fmt.Fprintln(stderr, "hostd reload:", err)
 		return exitError
 	}
@@ -158,7 +159,7 @@ func cmdReload(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		what := "error"
-		if c.Action == host.ChangeKept {
+		if c.Action == admin.ChangeKept {
 			what = "previous version kept; error"
 		}
 		fmt.Fprintf(stdout, "%s %s (%s): %s:\n", c.Action, name, c.File, what)
@@ -238,7 +239,7 @@ func handleSignals(ctx context.Context, srv *host.Server, logger *slog.Logger) {
 }
 
 // printPHPStatus prints a line per vhost with a PHP pool.
-func printPHPStatus(w io.Writer, vhosts map[string]host.VHostStatus) {
+func printPHPStatus(w io.Writer, vhosts map[string]admin.VHostStatus) {
 	for _, name := range slices.Sorted(maps.Keys(vhosts)) {
 		if p := vhosts[name].PHP; p != nil {
 			fmt.Fprintf(w, "php %s: %s pid %d, %d starts, %d crashes, %d requests, %d busy, %d idle connections\n",

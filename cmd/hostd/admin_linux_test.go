@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"io"
@@ -93,19 +92,7 @@ func TestAdminCommands(t *testing.T) {
 	sandboxtest.RequireRoot(t)
 	dir := t.TempDir()
 	bin, config, addr, pid := servingBinary(t, dir)
-	hostd := func(args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		cmd := exec.Command(bin, args...)
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return code, out.String(), errb.String()
-	}
+	hostd := func(args ...string) (int, string, string) { return hostdCmd(t, bin, "", args...) }
 	if code := httpsGet(t, addr, "alice.example", "/"); code != 200 {
 		t.Fatalf("alice: %d", code)
 	}

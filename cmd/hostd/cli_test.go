@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hostd/hostd/host"
+	"github.com/hostd/hostd/host/admin"
 	"github.com/hostd/hostd/sandbox/sandboxtest"
 )
 
@@ -92,7 +92,7 @@ func TestServeSkipBrokenVHosts(t *testing.T) {
 	if code := httpsGet(t, https, "b.example", "/"); code != 404 {
 		t.Errorf("b.example (broken): %d, want 404", code)
 	}
-	var st host.Status
+	var st admin.Status
 	var stOut, stErr bytes.Buffer
 	c := exec.Command(bin, "status", "--config", config, "--json")
 	c.Stdout, c.Stderr = &stOut, &stErr

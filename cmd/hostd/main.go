@@ -64,31 +64,26 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// commands returns the subcommands with a function of their own; version
+// and help are run's.
+func commands() map[string]func(args []string, stdout, stderr io.Writer) int {
+	return map[string]func(args []string, stdout, stderr io.Writer) int{
+		"serve": cmdServe, "check": cmdCheck, "status": cmdStatus, "reload": cmdReload,
+		"reopen-logs": cmdReopenLogs, "trace": cmdTrace, "gen-vhosts": cmdGenVHosts,
+		"bench": cmdBench, "hook": cmdHook, // hook.go
+	}
+}
+
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
 	cmd, args := args[0], args[1:]
+	if f := commands()[cmd]; f != nil {
+		return f(args, stdout, stderr)
+	}
 	switch cmd {
-	case "serve":
-		return cmdServe(args, stdout, stderr)
-	case "check":
-		return cmdCheck(args, stdout, stderr)
-	case "status":
-		return cmdStatus(args, stdout, stderr)
-	case "reload":
-		return cmdReload(args, stdout, stderr)
-	case "reopen-logs":
-		return cmdReopenLogs(args, stdout, stderr)
-	case "trace":
-		return cmdTrace(args, stdout, stderr)
-	case "gen-vhosts":
-		return cmdGenVHosts(args, stdout, stderr)
-	case "bench":
-		return cmdBench(args, stdout, stderr)
-	case "hook":
-		return cmdHook(args, stdout, stderr) // hook.go
 	case "version", "--version", "-v":
 		if code, ok := noFlags("version", args, stdout, stderr); !ok {
 			return code

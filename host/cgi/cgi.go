@@ -16,11 +16,14 @@ import (
 	"github.com/hostd/hostd/sandbox"
 )
 
-// Defaults for Config.
+// Defaults for Config, and of the keys that set it (tenant takes them
+// from here: [limits] cgi_timeout and max_body, [cgi] extensions,
+// server.min_uid).
 const (
-	DefaultTimeout = 30 * time.Second
-	DefaultMaxBody = 1 << 20 // 1 MiB, like [limits] max_body
-	DefaultMinUID  = 1000
+	DefaultExtension = ".cgi"
+	DefaultTimeout   = 30 * time.Second
+	DefaultMaxBody   = 1 << 20 // 1 MiB
+	DefaultMinUID    = 1000
 	// DefaultPath is the PATH every script sees.
 	DefaultPath = "/usr/local/bin:/usr/bin:/bin"
 	// MaxRedirects bounds chained local redirects of one request.
@@ -147,7 +150,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 	exts := slices.Clone(cfg.Extensions)
 	if len(exts) == 0 && len(cfg.Interpreters) == 0 {
-		exts = []string{".cgi"}
+		exts = []string{DefaultExtension}
 	}
 	for _, e := range exts {
 		if err := checkExt(e); err != nil {

@@ -31,11 +31,10 @@ func (r *request) Method() string { return r.method }
 func (r *request) URI() string    { return r.uri }
 func (r *request) Path() string   { return r.path }
 
-func (r *request) SetPath(p string) error {
-	p, q, hasQ := strings.Cut(p, "?")
-	r.path = p
-	if hasQ {
-		r.query = q
+func (r *request) SetPath(path, query string, hasQuery bool) error {
+	r.path = path
+	if hasQuery {
+		r.query = query
 	}
 	return nil
 }

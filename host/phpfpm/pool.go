@@ -23,13 +23,16 @@ import (
 // and pool files.
 const DirName = "php-fpm"
 
-// Defaults for Config.
+// Defaults for Config, and of the [php] keys that set it (tenant takes
+// them from here). MaxBody's is cgi.DefaultMaxBody.
 const (
+	DefaultExtension   = ".php"
 	DefaultWorkers     = 4
+	DefaultMaxRequests = 500
 	DefaultIdleTimeout = 10 * time.Second
 	DefaultPoolIdle    = 10 * time.Minute
 	DefaultTimeout     = 30 * time.Second
-	DefaultMaxBody     = 1 << 20
+	DefaultTmpDir      = "/tmp"
 )
 
 const (
@@ -97,7 +100,8 @@ type Config struct {
 	// Workers is pm.max_children and the most FastCGI connections hostd
 	// keeps to the pool (default 4).
 	Workers int
-	// MaxRequests is pm.max_requests; -1 writes 0 (never recycle).
+	// MaxRequests is pm.max_requests (default 500); -1 writes 0 (never
+	// recycle).
 	MaxRequests int
 	// IdleTimeout is pm.process_idle_timeout (default 10s).
 	IdleTimeout time.Duration
@@ -183,10 +187,13 @@ func (m *Manager) NewPool(cfg Config) (*Pool, error) {
 	}
 	cfg.Extensions = slices.Clone(cfg.Extensions)
 	if len(cfg.Extensions) == 0 {
-		cfg.Extensions = []string{".php"}
+		cfg.Extensions = []string{DefaultExtension}
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers
+	}
+	if cfg.MaxRequests == 0 {
+		cfg.MaxRequests = DefaultMaxRequests
 	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
@@ -198,10 +205,10 @@ func (m *Manager) NewPool(cfg Config) (*Pool, error) {
 		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.TmpDir == "" {
-		cfg.TmpDir = "/tmp"
+		cfg.TmpDir = DefaultTmpDir
 	}
 	if cfg.MaxBody <= 0 {
-		cfg.MaxBody = DefaultMaxBody
+		cfg.MaxBody = cgi.DefaultMaxBody
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -5,7 +5,11 @@
 // waits for something to happen (WaitFor).
 package sandboxtest
 
-import "os"
+import (
+	"os"
+	"strconv"
+	"strings"
+)
 
 // UseSafeTempDir points TMPDIR (and so t.TempDir) at /var/tmp when the
 // system's temporary directory is world-writable without the sticky bit, as
@@ -23,4 +27,20 @@ func UseSafeTempDir() {
 			return
 		}
 	}
+}
+
+// RSS returns this process's resident memory in bytes, from
+// /proc/self/status (0 when unknown).
+func RSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }

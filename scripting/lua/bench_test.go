@@ -50,10 +50,16 @@ type httpReq struct {
 	log    *slog.Logger
 }
 
-func (h *httpReq) Method() string          { return h.r.Method }
-func (h *httpReq) URI() string             { return h.r.RequestURI }
-func (h *httpReq) Path() string            { return h.r.URL.Path }
-func (h *httpReq) SetPath(p string) error  { h.r.URL.Path = p; return nil }
+func (h *httpReq) Method() string { return h.r.Method }
+func (h *httpReq) URI() string    { return h.r.RequestURI }
+func (h *httpReq) Path() string   { return h.r.URL.Path }
+func (h *httpReq) SetPath(p, q string, hasQ bool) error {
+	h.r.URL.Path = p
+	if hasQ {
+		h.r.URL.RawQuery = q
+	}
+	return nil
+}
 func (h *httpReq) Query() string           { return h.r.URL.RawQuery }
 func (h *httpReq) Host() string            { return h.r.Host }
 func (h *httpReq) Scheme() string          { return "http" }

@@ -37,48 +37,25 @@ var _ scripting.Engine = (*Engine)(nil)
 
 // New returns an engine for one tenant with VMs of its own. Zero fields of
 // cfg take their defaults (see scripting.Config).
-func New(cfg scripting.Config) *Engine {
-	cfg = cfg.WithDefaults()
-	return &Engine{
-		cfg:     cfg,
-		scripts: scripting.CacheFor[*glua.FunctionProto](cfg.Scripts, "lua"),
-		pool:    scripting.NewVMPool(cfg.MaxVMs, (*vm).close),
-	}
-}
+func New(cfg scripting.Config) *Engine { return engineOf(cfg, nil) }
 
 // Pool is a set of Lua VMs shared by the engines of many tenants (one per
 // server, as mod_mruby keeps one interpreter per process): a run takes any
 // idle VM, binds it to the tenant for the run and leaves nothing of the
 // tenant in it, so a tenant costs its compiled scripts, not VMs. It is
 // safe for concurrent use.
-type Pool struct {
-	vms *scripting.VMPool[*vm]
-}
+type Pool = scripting.SharedPool[*vm, *Engine]
 
 // NewPool returns a pool keeping at most maxIdle idle VMs (default
 // scripting.DefaultMaxVMs); more are made while more runs are in progress.
-func NewPool(maxIdle int) *Pool {
-	if maxIdle <= 0 {
-		maxIdle = scripting.DefaultMaxVMs
-	}
-	return &Pool{vms: scripting.NewVMPool(maxIdle, (*vm).close)}
-}
+func NewPool(maxIdle int) *Pool { return scripting.NewSharedPool(maxIdle, (*vm).close, engineOf) }
 
-// Engine returns a tenant's engine whose runs use the pool's VMs. Zero
-// fields of cfg take their defaults; cfg.MaxVMs is ignored.
-func (p *Pool) Engine(cfg scripting.Config) *Engine {
-	cfg = cfg.WithDefaults()
-	return &Engine{
-		cfg:     cfg,
-		scripts: scripting.CacheFor[*glua.FunctionProto](cfg.Scripts, "lua"),
-		pool:    p.vms,
-		shared:  true,
-	}
+// engineOf makes an engine of its own VMs (pool nil) or of a Pool's.
+func engineOf(cfg scripting.Config, pool *scripting.VMPool[*vm]) *Engine {
+	e := &Engine{shared: pool != nil}
+	e.cfg, e.scripts, e.pool = scripting.EngineParts[*glua.FunctionProto](cfg, "lua", pool, (*vm).close)
+	return e
 }
-
-// Close frees the idle VMs; VMs of runs in progress are freed when they
-// end. The pool's engines must not run afterwards.
-func (p *Pool) Close() { p.vms.Close() }
 
 // Language returns the Lua hook language (.lua files) for scripting.Engines.
 func Language() scripting.Language {

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostd/hostd/sandbox/sandboxtest"
 	"github.com/hostd/hostd/scripting"
 	"github.com/hostd/hostd/scripting/scriptingtest"
 )
@@ -221,7 +222,7 @@ func TestLuaFuzzChild(t *testing.T) {
 		req := scriptingtest.NewRequest(scriptingtest.RequestOptions{})
 		res, cerr := ce.Run(context.Background(), scripting.PhaseContent, canary, req)
 		ce.Close()
-		switch rss := childRSS(); {
+		switch rss := sandboxtest.RSS(); {
 		case cerr != nil || res.Status != 200 || req.Response() != "alive":
 			fmt.Printf("canary failed after the input: %v %d %q\n", cerr, res.Status, req.Response())
 		case d > 2*time.Second:
@@ -245,22 +246,6 @@ func threadCPU() time.Duration {
 
 // rusageThread is RUSAGE_THREAD (Linux).
 const rusageThread = 1
-
-// childRSS returns this process's resident memory in bytes (0 when
-// unknown).
-func childRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
 
 // genLua makes a Lua program from fuzz bytes: each byte picks a statement
 // or expression form, so that mutated inputs stay mostly valid Lua and

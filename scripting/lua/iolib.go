@@ -175,34 +175,32 @@ func (v *vm) ioLines(L *glua.LState) int {
 	if err != nil {
 		L.RaiseError("%s: %s", path, errText(err))
 	}
-	f := ud.Value.(*luaFile)
-	L.Push(L.NewFunction(func(L *glua.LState) int {
-		if f.f == nil {
-			L.Push(glua.LNil)
-			return 1
-		}
-		line, ok := v.readLine(L, f)
-		if !ok {
-			f.close()
-			L.Push(glua.LNil)
-			return 1
-		}
-		L.Push(line)
-		return 1
-	}))
-	return 1
+	return v.pushLines(L, ud.Value.(*luaFile), true)
 }
 
 // fLines is file:lines(): an iterator over the remaining lines; unlike
 // io.lines it leaves the file open.
 func (v *vm) fLines(L *glua.LState) int {
-	f := v.checkFile(L, 1)
+	return v.pushLines(L, v.checkFile(L, 1), false)
+}
+
+// pushLines pushes an iterator over f's remaining lines. io.lines's (own)
+// returns nil once f is closed and closes f at the end; file:lines's
+// raises an error on a closed file and leaves f open at the end.
+func (v *vm) pushLines(L *glua.LState, f *luaFile, own bool) int {
 	L.Push(L.NewFunction(func(L *glua.LState) int {
 		if f.f == nil {
-			L.RaiseError("attempt to use a closed file")
+			if !own {
+				L.RaiseError("attempt to use a closed file")
+			}
+			L.Push(glua.LNil)
+			return 1
 		}
 		line, ok := v.readLine(L, f)
 		if !ok {
+			if own {
+				f.close()
+			}
 			L.Push(glua.LNil)
 			return 1
 		}

@@ -110,46 +110,23 @@ var _ scripting.Engine = (*Engine)(nil)
 // New returns an engine for one tenant with mrb_states of its own (at
 // most Config.MaxVMs idle ones). Zero fields of cfg take their defaults
 // (see scripting.Config). VMs are made on first use.
-func New(cfg scripting.Config) *Engine {
-	cfg = cfg.WithDefaults()
-	return &Engine{
-		cfg:     cfg,
-		scripts: scripting.CacheFor[*script](cfg.Scripts, "mruby"),
-		pool:    scripting.NewVMPool(cfg.MaxVMs, (*vm).close),
-	}
-}
+func New(cfg scripting.Config) *Engine { return engineOf(cfg, nil) }
 
 // Pool is a set of mrb_states shared by the engines of many tenants (one
 // per server, as mod_mruby keeps one interpreter per process): a tenant
 // costs its compiled bytecode, not VMs. It is safe for concurrent use.
-type Pool struct {
-	vms *scripting.VMPool[*vm]
-}
+type Pool = scripting.SharedPool[*vm, *Engine]
 
 // NewPool returns a pool keeping at most maxIdle idle VMs (default
 // scripting.DefaultMaxVMs); more are made while more runs are in progress.
-func NewPool(maxIdle int) *Pool {
-	if maxIdle <= 0 {
-		maxIdle = scripting.DefaultMaxVMs
-	}
-	return &Pool{vms: scripting.NewVMPool(maxIdle, (*vm).close)}
-}
+func NewPool(maxIdle int) *Pool { return scripting.NewSharedPool(maxIdle, (*vm).close, engineOf) }
 
-// Engine returns a tenant's engine whose runs use the pool's VMs. Zero
-// fields of cfg take their defaults; cfg.MaxVMs is ignored.
-func (p *Pool) Engine(cfg scripting.Config) *Engine {
-	cfg = cfg.WithDefaults()
-	return &Engine{
-		cfg:     cfg,
-		scripts: scripting.CacheFor[*script](cfg.Scripts, "mruby"),
-		pool:    p.vms,
-		shared:  true,
-	}
+// engineOf makes an engine of its own VMs (pool nil) or of a Pool's.
+func engineOf(cfg scripting.Config, pool *scripting.VMPool[*vm]) *Engine {
+	e := &Engine{shared: pool != nil}
+	e.cfg, e.scripts, e.pool = scripting.EngineParts[*script](cfg, "mruby", pool, (*vm).close)
+	return e
 }
-
-// Close frees the idle VMs; VMs of runs in progress are freed when they
-// end. The pool's engines must not run afterwards.
-func (p *Pool) Close() { p.vms.Close() }
 
 // Language returns the mruby hook language (.rb files) for scripting.Engines.
 func Language() scripting.Language {

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"math"
 	"testing"
+
+	"github.com/hostd/hostd/scripting/scriptingtest"
 )
 
 // FuzzValueCodec decodes arbitrary bytes as the argument list C sends Go
@@ -53,23 +55,12 @@ func FuzzValueCodec(f *testing.F) {
 // withoutUnsupported replaces the values of other classes by nil, as
 // appendValue encodes them.
 func withoutUnsupported(v any) any {
-	switch x := v.(type) {
-	case unsupported:
-		return nil
-	case []any:
-		l := make([]any, len(x))
-		for i, e := range x {
-			l[i] = withoutUnsupported(e)
+	return scriptingtest.MapValues(v, func(v any) any {
+		if _, ok := v.(unsupported); ok {
+			return nil
 		}
-		return l
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = withoutUnsupported(e)
-		}
-		return m
-	}
-	return v
+		return v
+	})
 }
 
 // sameValue is reflect.DeepEqual with floats compared by their bits

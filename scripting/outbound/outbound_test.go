@@ -83,44 +83,8 @@ func TestPolicy(t *testing.T) {
 }
 
 func TestClient(t *testing.T) {
-	redisAddr, redisConns := scriptingtest.FakeRedis(t, "127.0.0.1:0")
-	_, redisPort, _ := net.SplitHostPort(redisAddr)
-	mux := http.NewServeMux()
-	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Echo", r.Header.Get("X-In"))
-		w.Header().Add("Set-Cookie", "a=1")
-		w.Header().Add("Set-Cookie", "b=2")
-		w.Write([]byte("hello " + r.Method))
-	})
-	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) { w.Write(make([]byte, 5000)) })
-	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-time.After(5 * time.Second):
-		case <-r.Context().Done():
-		}
-	})
-	mux.HandleFunc("/to", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, r.URL.Query().Get("u"), http.StatusFound)
-	})
-	srv, pool := scriptingtest.TLSServer(t, "127.0.0.2:0", mux)
-	_, srvPort, _ := net.SplitHostPort(srv.Listener.Addr().String())
-
-	res := scriptingtest.DNSServer(t, map[string]string{
-		"api.test":      "127.0.0.2",
-		"redis.test":    "127.0.0.1",
-		"metadata.test": "169.254.169.254",
-	})
-	c, err := outbound.New(outbound.Options{
-		Allow:     []string{"127.0.0.2", "api.test", "redis.test", "metadata.test"},
-		Protected: []netip.Addr{netip.MustParseAddr("127.0.0.1")},
-		MaxBody:   4096,
-		Resolver:  res,
-		RootCAs:   pool,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	h := scriptingtest.NewHTTPSetup(t)
+	c, srvPort, redisPort, redisConns := h.Client, h.Port, h.RedisPort, h.RedisConns
 	ctx := context.Background()
 	get := func(u string, timeout time.Duration) (*scripting.HTTPResponse, error) {
 		return c.Do(ctx, &scripting.HTTPRequest{Method: "GET", URL: u, Header: http.Header{"X-In": {"v"}}, Timeout: timeout})
@@ -167,12 +131,12 @@ func TestClient(t *testing.T) {
 		{"redis literal", "http://127.0.0.1:" + redisPort + "/"},
 		{"redis via DNS", "http://redis.test:" + redisPort + "/"},
 		{"metadata literal", "http://169.254.169.254/latest/meta-data/"},
-		{"metadata via DNS", "http://metadata.test/latest/meta-data/"},
+		{"metadata via DNS", "http://meta.test/latest/meta-data/"},
 		{"unlisted name", "https://example.com/"},
 		{"redirect to redis literal", "https://127.0.0.2:" + srvPort + "/to?u=http://127.0.0.1:" + redisPort + "/"},
 		{"redirect to redis via DNS", "https://127.0.0.2:" + srvPort + "/to?u=http://redis.test:" + redisPort + "/"},
 		{"redirect to metadata", "https://127.0.0.2:" + srvPort + "/to?u=http://169.254.169.254/latest/"},
-		{"redirect to metadata via DNS", "https://127.0.0.2:" + srvPort + "/to?u=http://metadata.test/latest/"},
+		{"redirect to metadata via DNS", "https://127.0.0.2:" + srvPort + "/to?u=http://meta.test/latest/"},
 		{"redirect to NAT64 loopback", "https://127.0.0.2:" + srvPort + "/to?u=http://[64:ff9b::7f00:1]:" + redisPort + "/"},
 	}
 	for _, tc := range refused {

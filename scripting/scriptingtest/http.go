@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,22 +13,35 @@ import (
 	"github.com/hostd/hostd/scripting/outbound"
 )
 
-// StartHTTP starts the outbound test setup of Case.HTTP: an HTTPS server
-// on 127.0.0.2 (allowed by address), a fake Redis on 127.0.0.1 (a
-// protected store), and a DNS server answering api.test (127.0.0.2),
-// redis.test (127.0.0.1) and meta.test (169.254.169.254), all three
-// names allowed. It returns the client and the request headers the
-// cases read: X-Base (the server's base URL) and X-Redis (the Redis's
-// http URL).
-func StartHTTP(t testing.TB) (scripting.HTTPClient, map[string]string) {
+// HTTPSetup is the outbound test setup: an HTTPS server on 127.0.0.2
+// (allowed by address) with the routes /ok (echoes X-In as X-Echo, two
+// X-Multi and two Set-Cookie headers, "hello METHOD"), /echo (201, the
+// method, Content-Type and body), /big (5000 bytes), /slow (answers only
+// when the test ends, never within a request's timeout, whatever its
+// context says) and /to?u=URL (a 302 to URL); a fake Redis on 127.0.0.1
+// (a protected store); a DNS server answering api.test (127.0.0.2),
+// redis.test (127.0.0.1) and meta.test (169.254.169.254), all three names
+// allowed; and a Client with a 4096-byte body cap.
+type HTTPSetup struct {
+	Client     *outbound.Client
+	URL        string        // the server's base URL, https://127.0.0.2:PORT
+	Port       string        // the server's port
+	RedisPort  string        // the fake Redis's port
+	RedisConns *atomic.Int32 // connections the fake Redis accepted
+}
+
+// NewHTTPSetup starts an HTTPSetup that lives until the test ends.
+func NewHTTPSetup(t testing.TB) *HTTPSetup {
 	t.Helper()
-	redisAddr, _ := FakeRedis(t, "127.0.0.1:0")
+	redisAddr, redisConns := FakeRedis(t, "127.0.0.1:0")
 	_, redisPort, _ := net.SplitHostPort(redisAddr)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Echo", r.Header.Get("X-In"))
 		w.Header().Add("X-Multi", "a")
 		w.Header().Add("X-Multi", "b")
+		w.Header().Add("Set-Cookie", "a=1")
+		w.Header().Add("Set-Cookie", "b=2")
 		w.Write([]byte("hello " + r.Method))
 	})
 	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
@@ -35,8 +49,7 @@ func StartHTTP(t testing.TB) (scripting.HTTPClient, map[string]string) {
 		w.WriteHeader(201)
 		w.Write([]byte(r.Method + " " + r.Header.Get("Content-Type") + " " + string(b)))
 	})
-	// /slow answers only when the test ends (never within a case's
-	// timeout), whatever its request context says.
+	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) { w.Write(make([]byte, 5000)) })
 	release := make(chan struct{})
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -49,6 +62,7 @@ func StartHTTP(t testing.TB) (scripting.HTTPClient, map[string]string) {
 	})
 	srv, pool := TLSServer(t, "127.0.0.2:0", mux)
 	t.Cleanup(func() { close(release) }) // before the server's Close, which waits for handlers
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	res := DNSServer(t, map[string]string{"api.test": "127.0.0.2", "redis.test": "127.0.0.1", "meta.test": "169.254.169.254"})
 	c, err := outbound.New(outbound.Options{
 		Allow:     []string{"127.0.0.2", "api.test", "redis.test", "meta.test"},
@@ -61,5 +75,14 @@ func StartHTTP(t testing.TB) (scripting.HTTPClient, map[string]string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return c, map[string]string{"X-Base": srv.URL, "X-Redis": "http://redis.test:" + redisPort + "/"}
+	return &HTTPSetup{Client: c, URL: srv.URL, Port: port, RedisPort: redisPort, RedisConns: redisConns}
+}
+
+// StartHTTP starts the outbound test setup of Case.HTTP (HTTPSetup) and
+// returns its client and the request headers the cases read: X-Base (the
+// server's base URL) and X-Redis (the Redis's http URL).
+func StartHTTP(t testing.TB) (scripting.HTTPClient, map[string]string) {
+	t.Helper()
+	h := NewHTTPSetup(t)
+	return h.Client, map[string]string{"X-Base": h.URL, "X-Redis": "http://redis.test:" + h.RedisPort + "/"}
 }

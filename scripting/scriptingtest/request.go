@@ -106,12 +106,13 @@ func (r *Request) Method() string { return r.opt.Method }
 func (r *Request) URI() string    { return r.opt.URI }
 func (r *Request) Path() string   { return r.path }
 
-// SetPath rewrites the path (scripting.Hook checked it).
-func (r *Request) SetPath(p string) error {
-	path, q, hasQ := strings.Cut(p, "?")
+// SetPath rewrites the path (scripting.Hook split and checked it).
+func (r *Request) SetPath(path, query string, hasQuery bool) error {
 	r.path = path
-	if hasQ {
-		r.query = q
+	p := path
+	if hasQuery {
+		r.query = query
+		p += "?" + query
 	}
 	r.Rewrites = append(r.Rewrites, p)
 	return nil

@@ -284,23 +284,34 @@ func check(t *testing.T, run int, c Case, req *Request, res scripting.Result, er
 // normalize makes numbers float64 so that engines that keep integers
 // (int64) and those that do not compare equal.
 func normalize(v any) any {
+	return MapValues(v, func(v any) any {
+		switch x := v.(type) {
+		case int:
+			return float64(x)
+		case int64:
+			return float64(x)
+		}
+		return v
+	})
+}
+
+// MapValues returns v, a value of the hook API ([]any and map[string]any
+// nested), with leaf applied to every value that is neither, in new lists
+// and maps.
+func MapValues(v any, leaf func(any) any) any {
 	switch x := v.(type) {
-	case int:
-		return float64(x)
-	case int64:
-		return float64(x)
 	case []any:
 		l := make([]any, len(x))
 		for i, e := range x {
-			l[i] = normalize(e)
+			l[i] = MapValues(e, leaf)
 		}
 		return l
 	case map[string]any:
 		m := make(map[string]any, len(x))
 		for k, e := range x {
-			m[k] = normalize(e)
+			m[k] = MapValues(e, leaf)
 		}
 		return m
 	}
-	return v
+	return leaf(v)
 }

@@ -1,11 +1,38 @@
-package host
+package admin
 
 import (
 	"encoding/json"
 	"html/template"
+	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"time"
 )
+
+// Handler returns the admin listener's routes (admin_listen): metrics at
+// /metrics, the status page at /status and its numbers at /status.json
+// (what `hostd status --json` prints), Go's profiler under /debug/pprof/
+// (`go tool pprof http://ADMIN/debug/pprof/profile?seconds=10`,
+// docs/performance.md), and / redirecting to /status. The caller puts it
+// behind its bearer-token check; logger (nil: none) gets the page's write
+// errors.
+func Handler(b Backend, metrics http.Handler, logger *slog.Logger) http.Handler {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics)
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) { serveStatusPage(w, b, logger) })
+	mux.HandleFunc("GET /status.json", func(w http.ResponseWriter, r *http.Request) { serveStatusJSON(w, b, logger) })
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/status", http.StatusFound)
+	})
+	return mux
+}
 
 // statusPage is the admin listener's HTML page (like Apache's mod_status):
 // the same numbers as `hostd status` and /metrics.
@@ -40,22 +67,22 @@ type statusView struct {
 	Uptime time.Duration
 }
 
-func (s *Server) serveStatusPage(w http.ResponseWriter, r *http.Request) {
-	st := s.Status()
+func serveStatusPage(w http.ResponseWriter, b Backend, logger *slog.Logger) {
+	st := b.Status()
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	if err := statusPage.Execute(w, statusView{Status: st, Uptime: time.Since(st.Started).Round(time.Second)}); err != nil {
-		s.logger.Warn("status page", "err", err)
+		logger.Warn("status page", "err", err)
 	}
 }
 
 // serveStatusJSON serves what `hostd status --json` prints.
-func (s *Server) serveStatusJSON(w http.ResponseWriter, r *http.Request) {
+func serveStatusJSON(w http.ResponseWriter, b Backend, logger *slog.Logger) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(s.Status()); err != nil {
-		s.logger.Warn("status.json", "err", err)
+	if err := enc.Encode(b.Status()); err != nil {
+		logger.Warn("status.json", "err", err)
 	}
 }
