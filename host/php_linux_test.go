@@ -189,13 +189,13 @@ func TestPHPPoolPerTenant(t *testing.T) {
 	metrics, _ := io.ReadAll(mr.Body)
 	mr.Body.Close()
 	for _, want := range []string{`hostd_php_pool_up{vhost="alice.example"} 1`, `hostd_php_pool_starts_total{vhost="bob.example"} 1`,
-		`hostd_php_requests_total{vhost="alice.example"} 1`, `hostd_php_connections{state="idle",vhost="alice.example"} 1`} {
+		`hostd_php_requests_total{vhost="alice.example"} 1`, `hostd_php_connections{state="idle",vhost="alice.example"} 0`} {
 		if !strings.Contains(string(metrics), want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
 
-	// Requests: body streamed, PATH_INFO, HTTPS; kept connections.
+	// Requests: body streamed, PATH_INFO, HTTPS; a connection per request.
 	req, _ := http.NewRequest("POST", "https://alice.example/post.php/extra/info", strings.NewReader(strings.Repeat("x", 200000)))
 	if r := hosttest.Do(t, alice, req); r.StatusCode != 200 || r.Body != "200000 POST /extra/info on" {
 		t.Errorf("POST: %d %q", r.StatusCode, r.Body)

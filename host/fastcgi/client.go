@@ -34,6 +34,12 @@ type Config struct {
 	// MaxIdleTime closes a kept connection that has been idle this long
 	// instead of reusing it (default 30s).
 	MaxIdleTime time.Duration
+	// OneShot sends each request on a connection of its own, closed after
+	// it (FCGI_KEEP_CONN unset), as nginx does by default. php-fpm's
+	// ondemand process manager needs it: it counts a worker waiting on a
+	// kept connection as idle, so a connection dialled while all workers
+	// sit on kept ones waits for a worker it never starts.
+	OneShot bool
 }
 
 // Stats is a snapshot of a Client's connections.
@@ -49,6 +55,7 @@ type Stats struct {
 type Client struct {
 	dial        func(ctx context.Context) (net.Conn, error)
 	maxIdleTime time.Duration
+	oneShot     bool
 	// slots holds one token per request in progress. A request takes a
 	// kept connection when there is one and dials only when there is
 	// none, so the connections open never outnumber the slots.
@@ -68,6 +75,7 @@ func New(cfg Config) *Client {
 	c := &Client{
 		dial:        cfg.Dial,
 		maxIdleTime: cfg.MaxIdleTime,
+		oneShot:     cfg.OneShot,
 		slots:       make(chan struct{}, max(cfg.MaxConns, 0)),
 	}
 	if cfg.MaxConns <= 0 {
@@ -192,13 +200,14 @@ type Request struct {
 // request ends with Response.Close, which the caller must call. ctx bounds
 // the whole exchange: when it ends, reads and writes fail and the
 // connection is dropped (php-fpm then aborts the script). A request
-// without body that finds a kept connection closed by the application is
-// retried once on a new connection.
+// without body whose connection the application closes before answering
+// (a kept connection it dropped; with OneShot, any, such as one a worker
+// accepted as its master was killed) is retried once on a new connection.
 func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 	if c.dial == nil {
 		return nil, errors.New("fastcgi: Config.Dial is nil")
 	}
-	head := appendBeginRequest(make([]byte, 0, 1024), true)
+	head := appendBeginRequest(make([]byte, 0, 1024), !c.oneShot)
 	head = appendRecords(head, typeParams, encodeParams(nil, req.Params))
 	head = appendEmpty(head, typeParams)
 	if req.Body == nil {
@@ -222,10 +231,12 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 		if req.Body != nil {
 			resp.writeDone = make(chan error, 1)
 			go resp.writeBody(req.Body)
-		} else if reused && attempt == 0 {
+		} else if (reused || c.oneShot) && attempt == 0 {
 			// Nothing more to send: check that the application took the
 			// request before handing the response out, so that a
-			// connection closed at the same moment is retried.
+			// connection closed at the same moment (a kept one the
+			// application dropped, or one a dying worker accepted) is
+			// retried.
 			if _, err := cn.br.Peek(1); err != nil && ctx.Err() == nil && isClosed(err) {
 				resp.abort()
 				continue
@@ -414,7 +425,7 @@ func (r *Response) Close() error {
 		return nil
 	}
 	r.closed = true
-	reusable := r.done && r.err == io.EOF && r.remaining == 0
+	reusable := r.done && r.err == io.EOF && r.remaining == 0 && !r.c.oneShot
 	var werr error
 	if r.writeDone != nil {
 		if !reusable {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -286,5 +287,63 @@ func TestCloseRefuses(t *testing.T) {
 	c.Close()
 	if _, err := do(t, c, &Request{Params: params("GET", "/")}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Do after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestOneShot: with OneShot every request has a connection of its own
+// (FCGI_KEEP_CONN unset, closed after it), and a body-less request whose
+// connection the application closes before answering (a worker killed
+// with its master) is retried once; one with a body is not.
+func TestOneShot(t *testing.T) {
+	ln, dial := listen(t)
+	var accepted atomic.Int64
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n := accepted.Add(1)
+			go func() {
+				defer nc.Close()
+				b := make([]byte, headerLen+8)
+				if _, err := io.ReadFull(nc, b); err != nil {
+					return
+				}
+				// BEGIN_REQUEST's body: role (2 bytes), then flags.
+				if keep := b[headerLen+2] & 1; keep != 0 {
+					t.Errorf("connection %d: FCGI_KEEP_CONN set", n)
+				}
+				if n%2 == 1 {
+					return // drops the request unanswered
+				}
+				_, stdin, err := readRequest(nc) // after BEGIN_REQUEST
+				if err != nil {
+					return
+				}
+				var out []byte
+				out = appendRecords(out, typeStdout, []byte("Content-Type: text/plain\r\n\r\nok "+string(stdin)))
+				out = appendEmpty(out, typeStdout)
+				var end [headerLen + 8]byte
+				putHeader(end[:], typeEndRequest, 8)
+				nc.Write(append(out, end[:]...))
+			}()
+		}
+	}()
+	c := New(Config{Dial: dial, OneShot: true})
+	defer c.Close()
+	out, err := do(t, c, &Request{Params: params("GET", "/")})
+	if err != nil || !strings.HasSuffix(out, "ok ") {
+		t.Fatalf("GET: %q, %v (its dropped connection must be retried)", out, err)
+	}
+	if _, err := do(t, c, &Request{Params: params("POST", "/"), Body: strings.NewReader("x")}); err == nil {
+		t.Fatal("POST on a dropped connection: no error (a request with a body must not be sent twice)")
+	}
+	out, err = do(t, c, &Request{Params: params("GET", "/")})
+	if err != nil || !strings.HasSuffix(out, "ok ") {
+		t.Fatalf("second GET: %q, %v", out, err)
+	}
+	if st := c.Stats(); st.Dials != 4 || st.Idle != 0 {
+		t.Fatalf("%d dials, %d idle; want 4 and none kept", st.Dials, st.Idle)
 	}
 }

@@ -3,7 +3,7 @@
 // is server-side only and the module proxy serves no maintained client.
 //
 // A Client keeps a bounded set of connections to one application
-// (FCGI_KEEP_CONN), streams the request body as FCGI_STDIN while the
+// (FCGI_KEEP_CONN; Config.OneShot opens one per request), streams the request body as FCGI_STDIN while the
 // response is being read, hands FCGI_STDERR to the caller as it arrives, and
 // bounds every request by its context. It knows nothing of HTTP: the caller
 // builds the CGI parameters and parses the response's header block.

@@ -227,7 +227,10 @@ func (m *Manager) NewPool(cfg Config) (*Pool, error) {
 	if len(p.sock) > maxSocketPath {
 		return nil, fmt.Errorf("phpfpm: socket path %s is longer than %d bytes: use a shorter state_dir", p.sock, maxSocketPath)
 	}
-	p.client = fastcgi.New(fastcgi.Config{Dial: p.dial, MaxConns: cfg.Workers, MaxIdleTime: cfg.IdleTimeout})
+	// One connection per request: pm = ondemand counts a worker waiting
+	// on a kept connection as idle and would not start another for a
+	// new one (TestPHPColdPoolConcurrent).
+	p.client = fastcgi.New(fastcgi.Config{Dial: p.dial, MaxConns: cfg.Workers, OneShot: true})
 	return p, nil
 }
 
