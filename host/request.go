@@ -33,10 +33,6 @@ type hookRequest struct {
 	sessCookie  string           // the session's Set-Cookie, "" when none
 }
 
-func newHookRequest(v *vhost, w http.ResponseWriter, r *http.Request) *hookRequest {
-	return &hookRequest{r: r, resp: hookResponse{w: w}, v: v, path: r.URL.Path, query: r.URL.RawQuery}
-}
-
 func (h *hookRequest) Method() string { return h.r.Method }
 func (h *hookRequest) URI() string    { return h.r.RequestURI }
 func (h *hookRequest) Path() string   { return h.path }
