@@ -144,6 +144,17 @@ func (r *recorder) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// WriteString passes a string on without a copy when the writer under it
+// takes strings (the HTTP/1.1 writer does).
+func (r *recorder) WriteString(s string) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := io.WriteString(r.ResponseWriter, s)
+	r.bytes += int64(n)
+	return n, err
+}
+
 // ReadFrom keeps sendfile(2) available to io.Copy on plain connections.
 func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
 	if r.status == 0 {

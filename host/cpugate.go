@@ -122,11 +122,22 @@ type cpuHeld struct{}
 // request) gives its place back meanwhile, so slow remote APIs do not
 // take the tenant's CPU share from its other requests. Used by the run's
 // goroutine only.
+//
+// It is also the run's context: the request's, answering cpuHeld{} (one
+// allocation where a context.WithValue would be another).
 type cpuHold struct {
+	context.Context
 	g    *cpuGate
 	t    *cpuTenant
-	ctx  context.Context
 	held bool
+}
+
+// Value marks the run as holding its place, for nested runs.
+func (h *cpuHold) Value(key any) any {
+	if _, ok := key.(cpuHeld); ok {
+		return true
+	}
+	return h.Context.Value(key)
 }
 
 // Pause releases the place; resume queues for it again. When it cannot
@@ -139,7 +150,7 @@ func (h *cpuHold) Pause() (resume func()) {
 	h.g.release(h.t)
 	h.held = false
 	return func() {
-		if h.g.acquire(h.ctx, h.t) == nil {
+		if h.g.acquire(h.Context, h.t) == nil {
 			h.held = true
 		}
 	}
@@ -155,13 +166,13 @@ func (g *cpuGate) run(ctx context.Context, t *cpuTenant, fn func(context.Context
 	if err := g.acquire(ctx, t); err != nil {
 		return err
 	}
-	h := &cpuHold{g: g, t: t, ctx: ctx, held: true}
+	h := &cpuHold{Context: ctx, g: g, t: t, held: true}
 	defer func() {
 		if h.held {
 			g.release(t)
 		}
 	}()
-	fn(scripting.WithWaiter(context.WithValue(ctx, cpuHeld{}, true), h))
+	fn(scripting.WithWaiter(h, h))
 	return nil
 }
 

@@ -32,7 +32,8 @@ func runHooks(x *exchange, next func(*exchange)) {
 		return
 	}
 	ctx := r.Context()
-	hr := newHookRequest(v, x.w, r)
+	x.hook = hookRequest{r: r, resp: hookResponse{w: x.w}, v: v, path: r.URL.Path, query: r.URL.RawQuery}
+	hr := &x.hook
 	x.hr = hr
 	for _, p := range []scripting.Phase{scripting.PhaseRewrite, scripting.PhaseAccess, scripting.PhaseContent} {
 		if v.runPhase(ctx, p, hr) {

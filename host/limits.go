@@ -35,10 +35,10 @@ func (l *vhostLimits) counter(name string) *vhostCounter {
 // latter (at most one line a second per vhost).
 func (s *Server) limit(x *exchange, next func(*exchange)) {
 	w, v := x.w, x.v
-	if done, ok := s.admitClient(w, x.r, v); !ok { // capacity.go
+	if k, counted, ok := s.admitClient(w, x.r, v); !ok { // capacity.go
 		return
-	} else if done != nil {
-		defer done()
+	} else if counted {
+		defer s.guard.clients.exit(k)
 	}
 	max := int64(v.cfg.Limits.MaxConcurrent)
 	if max <= 0 { // -1, or a Config not made by tenant.Load

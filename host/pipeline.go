@@ -115,6 +115,7 @@ type exchange struct {
 	name string       // the vhost name the server's access log shows, "-" until routed
 	v    *vhost       // the vhost, set by the route stage
 	hr   *hookRequest // the hooks' view of the request, for the log phase; nil without hooks
+	hook hookRequest  // what hr points to (one allocation with the exchange)
 }
 
 func newExchange(w http.ResponseWriter, r *http.Request, start time.Time) *exchange {

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -24,9 +25,25 @@ import (
 // event loop keeps its thread. rawConn is the innermost connection of the
 // HTTPS listener (withRawIO), under admission control and write_timeout's
 // progress deadline, which keep working unchanged on top of it.
+//
+// The callbacks are made once per connection (readFn, writeFn) and keep
+// their arguments and results in the connection, so a Read or Write does
+// not allocate; rmu and wmu keep concurrent Reads (or Writes) apart.
 type rawConn struct {
 	*net.TCPConn
 	raw syscall.RawConn
+
+	rmu    sync.Mutex
+	rp     []byte // the buffer of the Read in progress
+	rn     int
+	rerrno syscall.Errno
+	readFn func(uintptr) bool
+
+	wmu     sync.Mutex
+	wp      []byte // the bytes of the Write in progress
+	wn      int
+	werrno  syscall.Errno
+	writeFn func(uintptr) bool
 }
 
 // rawListener wraps the accepted TCP connections of a listener in
@@ -55,28 +72,21 @@ func newRawConn(c net.Conn) net.Conn {
 	if err != nil {
 		return c
 	}
-	return &rawConn{TCPConn: tcp, raw: raw}
+	rc := &rawConn{TCPConn: tcp, raw: raw}
+	rc.readFn, rc.writeFn = rc.readOnce, rc.writeAll
+	return rc
 }
 
 func (c *rawConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n int
-	var errno syscall.Errno
-	err := c.raw.Read(func(fd uintptr) bool {
-		for {
-			r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-			switch e {
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false // wait on the poller, then again
-			}
-			n, errno = int(r), e
-			return true
-		}
-	})
+	c.rmu.Lock()
+	c.rp, c.rn, c.rerrno = p, 0, 0
+	err := c.raw.Read(c.readFn)
+	n, errno := c.rn, c.rerrno
+	c.rp = nil
+	c.rmu.Unlock()
 	switch {
 	case err != nil:
 		return 0, c.opError("read", err)
@@ -88,25 +98,30 @@ func (c *rawConn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (c *rawConn) Write(p []byte) (int, error) {
-	n := 0
-	var errno syscall.Errno
-	err := c.raw.Write(func(fd uintptr) bool {
-		for n < len(p) {
-			r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[n])), uintptr(len(p)-n))
-			switch e {
-			case 0:
-				n += int(r)
-			case syscall.EINTR:
-			case syscall.EAGAIN:
-				return false // the socket buffer is full: wait, then go on
-			default:
-				errno = e
-				return true
-			}
+// readOnce is the RawConn.Read callback: one read into c.rp, false
+// (wait on the poller) on EAGAIN.
+func (c *rawConn) readOnce(fd uintptr) bool {
+	p := c.rp
+	for {
+		r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		switch e {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false // wait on the poller, then again
 		}
+		c.rn, c.rerrno = int(r), e
 		return true
-	})
+	}
+}
+
+func (c *rawConn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	c.wp, c.wn, c.werrno = p, 0, 0
+	err := c.raw.Write(c.writeFn)
+	n, errno := c.wn, c.werrno
+	c.wp = nil
+	c.wmu.Unlock()
 	switch {
 	case err != nil:
 		return n, c.opError("write", err)
@@ -114,6 +129,26 @@ func (c *rawConn) Write(p []byte) (int, error) {
 		return n, c.opError("write", os.NewSyscallError("write", errno))
 	}
 	return n, nil
+}
+
+// writeAll is the RawConn.Write callback: it writes c.wp from c.wn on,
+// false (wait on the poller, then go on) when the socket buffer is full.
+func (c *rawConn) writeAll(fd uintptr) bool {
+	p := c.wp
+	for c.wn < len(p) {
+		r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[c.wn])), uintptr(len(p)-c.wn))
+		switch e {
+		case 0:
+			c.wn += int(r)
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return false
+		default:
+			c.werrno = e
+			return true
+		}
+	}
+	return true
 }
 
 func (c *rawConn) opError(op string, err error) error {

@@ -43,10 +43,6 @@ type hookRequest struct {
 // holds its own request, not the tenant's share).
 const pauseWritesAfter = 32 << 10
 
-func newHookRequest(v *vhost, w http.ResponseWriter, r *http.Request) *hookRequest {
-	return &hookRequest{r: r, resp: hookResponse{w: w}, v: v, path: r.URL.Path, query: r.URL.RawQuery}
-}
-
 func (h *hookRequest) Method() string { return h.r.Method }
 func (h *hookRequest) URI() string    { return h.r.RequestURI }
 func (h *hookRequest) Path() string   { return h.path }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/hostd/hostd/host/cgi"
+	"github.com/hostd/hostd/tenant"
 )
 
 // respond is the last stage, on the tenant's identity: it serves the
@@ -22,14 +23,34 @@ func (v *vhost) respond(w http.ResponseWriter, path string) bool {
 		rs := &v.cfg.Respond[i]
 		if rs.Matches(path) {
 			h := w.Header()
-			h.Set("Content-Type", rs.ContentType)
-			h.Set("Content-Length", strconv.Itoa(len(rs.Body)))
+			if i < len(v.respondHdr) {
+				// Shared, never changed values (capacity = length, so an
+				// append to them copies).
+				h["Content-Type"], h["Content-Length"] = v.respondHdr[i].contentType, v.respondHdr[i].contentLength
+			} else {
+				h.Set("Content-Type", rs.ContentType)
+				h.Set("Content-Length", strconv.Itoa(len(rs.Body)))
+			}
 			w.WriteHeader(rs.Status)
 			io.WriteString(w, rs.Body)
 			return true
 		}
 	}
 	return false
+}
+
+// respondHeader is the header values of one [[respond]] entry, made once
+// per vhost.
+type respondHeader struct{ contentType, contentLength []string }
+
+// respondHeaders returns the header values of the vhost's [[respond]]
+// entries, in order.
+func respondHeaders(rs []tenant.Respond) []respondHeader {
+	hs := make([]respondHeader, len(rs))
+	for i := range rs {
+		hs[i] = respondHeader{[]string{rs[i].ContentType}, []string{strconv.Itoa(len(rs[i].Body))}}
+	}
+	return hs
 }
 
 // serveFile serves path with the PHP pool or the CGI handler when it names

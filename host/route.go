@@ -83,8 +83,12 @@ func (rt *routes) lookup(host string) *vhost {
 // canonicalHost lower-cases a Host header or SNI value and strips the port
 // and a trailing dot.
 func canonicalHost(h string) string {
-	if host, _, err := net.SplitHostPort(h); err == nil {
-		h = host
+	// Without a colon there is no port (and SplitHostPort's error would
+	// be an allocation per request).
+	if strings.IndexByte(h, ':') >= 0 {
+		if host, _, err := net.SplitHostPort(h); err == nil {
+			h = host
+		}
 	}
 	return strings.TrimSuffix(strings.ToLower(h), ".")
 }

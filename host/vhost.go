@@ -65,6 +65,8 @@ type vhost struct {
 	// every vhost's hooks on one set of VMs.
 	checking bool
 
+	respondHdr []respondHeader // [[respond]]'s header values, by entry (respond.go)
+
 	threads *threadBudget // the server's OS thread budget (capacity.go)
 	gate    *cpuGate      // the server's CPU gate, nil when off (cpugate.go)
 	cpuT    *cpuTenant    // this tenant's place in it
@@ -83,6 +85,7 @@ func newVHost(s *Server, vc *tenant.VHost) (_ *vhost, err error) {
 		gate:     s.guard.cpu,
 		cpuT:     s.guard.cpu.tenant(vc.ServerName),
 	}
+	v.respondHdr = respondHeaders(vc.Respond)
 	defer func() {
 		if err != nil {
 			v.close()

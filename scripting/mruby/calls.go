@@ -55,8 +55,13 @@ type callError struct {
 // exitStatus ends the run with a status (r.exit, r.redirect).
 type exitStatus int
 
+// hostdGoCall runs host operation op for the run of handle h with the
+// encoded arguments in. The encoded result goes into scratch when it fits
+// (the usual case: nil, a status, a short string), else into a malloc'd
+// buffer the C side frees; *out tells which.
+//
 //export hostdGoCall
-func hostdGoCall(h C.uintptr_t, op C.int, in *C.char, inLen C.size_t, out **C.char, outLen *C.size_t) (code C.int) {
+func hostdGoCall(h C.uintptr_t, op C.int, in *C.char, inLen C.size_t, scratch *C.char, scratchCap C.size_t, out **C.char, outLen *C.size_t) (code C.int) {
 	var (
 		res any
 		rs  *runState
@@ -110,7 +115,12 @@ func hostdGoCall(h C.uintptr_t, op C.int, in *C.char, inLen C.size_t, out **C.ch
 	} else {
 		b = appendValue(nil, res)
 	}
-	*out = (*C.char)(C.CBytes(b))
+	if len(b) <= int(scratchCap) {
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(scratch)), int(scratchCap)), b)
+		*out = scratch
+	} else {
+		*out = (*C.char)(C.CBytes(b)) // a call into C (malloc): only for large results
+	}
 	*outLen = C.size_t(len(b))
 	return code
 }

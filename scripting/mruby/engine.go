@@ -97,6 +97,19 @@ type vm struct {
 	// re keeps the compiled patterns of Regexp (tenant-neutral: a
 	// pattern compiles the same for everyone).
 	re scripting.RegexCache
+	// budget is the memory limit of the run in progress (Engine.Run);
+	// budgetSet: applied already, before a compile or load for it.
+	budget    C.size_t
+	budgetSet bool
+}
+
+// applyBudget sets the run's memory limit before C work that allocates for
+// it (a compile or a load of the hook), once per run.
+func (v *vm) applyBudget() {
+	if !v.budgetSet {
+		C.hostd_vm_budget(v.c, v.budget)
+		v.budgetSet = true
+	}
 }
 
 type proc struct {
@@ -145,8 +158,9 @@ func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, re
 	if err != nil {
 		return scripting.Result{}, err
 	}
-	// The tenant's memory limit, on top of what the VM holds.
-	C.hostd_vm_budget(v.c, C.size_t(e.cfg.Limits.MaxMemory))
+	// The tenant's memory limit, on top of what the VM holds: set before
+	// a compile or load of the hook (v.budget), else by hostd_vm_run.
+	v.budget, v.budgetSet = C.size_t(e.cfg.Limits.MaxMemory), false
 	p, err := e.load(path, v)
 	if err != nil {
 		e.pool.Put(v)
@@ -162,10 +176,16 @@ func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, re
 	v.pinned = p // require_relative must not evict the running hook's proc
 	// rs is reset below, before v goes back to the pool.
 	var res C.hostd_result
-	if n := e.failFrom.Swap(0); n > 0 {
-		C.hostd_vm_fail_from(v.c, C.size_t(n))
+	setBudget := C.int(1)
+	if v.budgetSet {
+		setBudget = 0
 	}
-	C.hostd_vm_run(v.c, p.p, p.lastReturn, p.file, C.int64_t(timeout), C.uintptr_t(v.h), C.uint64_t(rand.Uint64()), &res)
+	failFrom := max(e.failFrom.Swap(0), 0)
+	// One cgo call per run: the budget, the test hook failFrom, and the
+	// VM's state afterwards (res.exceeded, res.new_syms) go with it.
+	C.hostd_vm_run(v.c, p.p, p.lastReturn, p.file, C.int64_t(timeout), C.uintptr_t(v.h), C.uint64_t(rand.Uint64()),
+		setBudget, v.budget, C.size_t(failFrom), &res)
+	v.budgetSet = false
 	v.runs++
 
 	var out scripting.Result
@@ -204,10 +224,10 @@ func (e *Engine) Run(ctx context.Context, phase scripting.Phase, path string, re
 	rs.closeFiles()
 	*rs = runState{out: buf, files: rs.files}
 	v.pinned = nil
-	if C.hostd_vm_exceeded(v.c) != 0 {
+	if res.exceeded != 0 {
 		reuse = false
 	}
-	if reuse && (v.runs >= maxRuns || C.hostd_vm_new_syms(v.c) >= maxNewSyms) {
+	if reuse && (v.runs >= maxRuns || res.new_syms >= maxNewSyms) {
 		reuse = false
 	}
 	if reuse {
@@ -341,6 +361,7 @@ func (e *Engine) load(path string, v *vm) (*proc, error) {
 		if err != nil {
 			return nil, err
 		}
+		v.applyBudget()
 		p, err := v.compile(path, src, e.cfg.Limits.Timeout)
 		if err != nil {
 			return nil, err
@@ -367,6 +388,7 @@ func (v *vm) procFor(path string, s *script) (*proc, error) {
 	}
 	var cp *C.struct_RProc
 	bin := (*C.uint8_t)(unsafe.Pointer(unsafe.SliceData(s.bin)))
+	v.applyBudget()
 	if C.hostd_vm_load(v.c, bin, C.size_t(len(s.bin)), &cp) != 0 {
 		return nil, &scripting.ScriptError{File: path, Msg: "cannot load the compiled script (out of memory?)"}
 	}

@@ -63,6 +63,7 @@ struct hostd_vm {
 	int64_t exit_status;  // set by r.exit / r.redirect
 	int explicit_return;  // the run ended with a top-level `return`
 	char *pending;        // Go output buffer not yet freed
+	char scratch[256];    // Go writes a small result here (no malloc, no cgo call)
 	struct RClass *script_class, *request_class, *hin_class, *hout_class,
 		*vars_class, *shared_class, *hostd_mod, *exit_class, *timeout_class,
 		*error_class, *session_class;
@@ -472,9 +473,9 @@ call_go(mrb_state *mrb, int op, const mrb_value *argv, mrb_int argc)
 		if (err == 2) mrb_raise(mrb, E_ARGUMENT_ERROR, "value nested too deeply");
 		mrb_raise(mrb, E_RUNTIME_ERROR, "out of memory");
 	}
-	code = hostdGoCall(vm->handle, op, b.p, b.len, &out, &outlen);
+	code = hostdGoCall(vm->handle, op, b.p, b.len, vm->scratch, sizeof vm->scratch, &out, &outlen);
 	free(b.p);
-	vm->pending = out;
+	vm->pending = out == vm->scratch ? NULL : out;
 	rd.p = (const unsigned char *)out;
 	rd.len = outlen;
 	rd.off = 0;
@@ -1386,8 +1387,7 @@ hostd_vm_free(hostd_vm *vm)
 }
 
 size_t hostd_vm_mem(hostd_vm *vm) { return vm->used; }
-uint32_t hostd_vm_new_syms(hostd_vm *vm) { return (uint32_t)(vm->mrb->symidx - vm->base_symidx); }
-int hostd_vm_exceeded(hostd_vm *vm) { return vm->exceeded; }
+static uint32_t hostd_vm_new_syms(hostd_vm *vm) { return (uint32_t)(vm->mrb->symidx - vm->base_symidx); }
 
 // ---- compile ----
 
@@ -1650,7 +1650,7 @@ reset_body(mrb_state *mrb, void *ud)
 
 void
 hostd_vm_run(hostd_vm *vm, struct RProc *proc, int last_return, const char *file, int64_t timeout_ns,
-	     uintptr_t handle, uint64_t seed, hostd_result *res)
+	     uintptr_t handle, uint64_t seed, int set_budget, size_t budget, size_t fail_from, hostd_result *res)
 {
 	mrb_state *mrb = vm->mrb;
 	struct run_args a = {vm, proc, last_return};
@@ -1659,6 +1659,8 @@ hostd_vm_run(hostd_vm *vm, struct RProc *proc, int last_return, const char *file
 	int ai = mrb_gc_arena_save(mrb);
 
 	memset(res, 0, sizeof(*res));
+	if (set_budget) hostd_vm_budget(vm, budget);
+	if (fail_from) hostd_vm_fail_from(vm, fail_from);
 	set_deadline(vm, timeout_ns);
 	vm->exit_status = 0;
 	vm->explicit_return = 0;
@@ -1702,4 +1704,6 @@ hostd_vm_run(hostd_vm *vm, struct RProc *proc, int last_return, const char *file
 	mrb_protect_error(mrb, reset_body, vm, &failed);
 	mrb_gc_arena_restore(mrb, ai);
 	vm->fail_from = 0;
+	res->exceeded = vm->exceeded;
+	res->new_syms = hostd_vm_new_syms(vm);
 }

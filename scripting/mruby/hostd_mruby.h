@@ -24,6 +24,8 @@ typedef struct {
 	int64_t status;
 	int line;
 	char *msg; // malloc'd, or NULL; the caller frees it
+	int exceeded;      // the VM went over its memory limit (now or before): do not reuse it
+	uint32_t new_syms; // symbols interned since the VM was made
 } hostd_result;
 
 // prelude (len bytes of Ruby, may be NULL) runs once at setup, before the
@@ -50,12 +52,14 @@ void hostd_vm_budget(hostd_vm *vm, size_t bytes);
 // hostd_vm_run (tests of allocation failure paths; 0: off).
 void hostd_vm_fail_from(hostd_vm *vm, size_t n);
 // file is the name the proc was compiled with (for the error line).
-// seed reseeds the default Random after the run.
+// seed reseeds the default Random after the run. When set_budget is set
+// the run starts with hostd_vm_budget(budget) (the caller made it already
+// when it compiled or loaded the proc for this run); fail_from, when not
+// 0, is hostd_vm_fail_from's. One call per run: every cgo call costs the
+// Go runtime a system call's bookkeeping.
 void hostd_vm_run(hostd_vm *vm, struct RProc *proc, int last_return, const char *file, int64_t timeout_ns,
-		  uintptr_t handle, uint64_t seed, hostd_result *res);
+		  uintptr_t handle, uint64_t seed, int set_budget, size_t budget, size_t fail_from, hostd_result *res);
 size_t hostd_vm_mem(hostd_vm *vm);
-uint32_t hostd_vm_new_syms(hostd_vm *vm);
-int hostd_vm_exceeded(hostd_vm *vm);
 
 // Codes returned by the Go side (hostdGoCall).
 enum {

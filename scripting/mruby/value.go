@@ -86,18 +86,9 @@ func (d *decoder) value(depth int) (any, error) {
 		d.off += n
 		return s, nil
 	case 'a':
-		n, err := d.u32()
+		l, err := d.array(depth)
 		if err != nil {
 			return nil, err
-		}
-		if n > len(d.b)-d.off { // each value takes at least one byte
-			return nil, errBadValue
-		}
-		l := make([]any, n)
-		for i := range l {
-			if l[i], err = d.value(depth + 1); err != nil {
-				return nil, err
-			}
 		}
 		return l, nil
 	case 'h':
@@ -179,14 +170,33 @@ func keyString(k any) string {
 
 // decodeArgs decodes the argument list C sends.
 func decodeArgs(b []byte) ([]any, error) {
-	d := decoder{b: b}
-	v, err := d.value(0)
+	// The list directly, not through value: boxing it in an any would be
+	// an allocation per host call.
+	if len(b) == 0 || b[0] != 'a' {
+		return nil, errBadValue
+	}
+	d := decoder{b: b, off: 1}
+	l, err := d.array(0)
+	if err != nil || d.off != len(b) {
+		return nil, errBadValue
+	}
+	return l, nil
+}
+
+// array decodes the elements of an array whose tag was read.
+func (d *decoder) array(depth int) ([]any, error) {
+	n, err := d.u32()
 	if err != nil {
 		return nil, err
 	}
-	l, ok := v.([]any)
-	if !ok || d.off != len(b) {
+	if n > len(d.b)-d.off { // each value takes at least one byte
 		return nil, errBadValue
+	}
+	l := make([]any, n)
+	for i := range l {
+		if l[i], err = d.value(depth + 1); err != nil {
+			return nil, err
+		}
 	}
 	return l, nil
 }
