@@ -143,13 +143,21 @@ set_deadline(hostd_vm *vm, int64_t timeout_ns)
 	vm->stop = vm->timed_out = 0;
 }
 
+// past reports whether clock (CLOCK_MONOTONIC, or its coarse variant that
+// costs a few ns) reads at or after the run's deadline.
+static int
+past(hostd_vm *vm, clockid_t clock)
+{
+	struct timespec now;
+	clock_gettime(clock, &now);
+	return now.tv_sec > vm->deadline.tv_sec ||
+	       (now.tv_sec == vm->deadline.tv_sec && now.tv_nsec >= vm->deadline.tv_nsec);
+}
+
 static int
 past_deadline(hostd_vm *vm)
 {
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return now.tv_sec > vm->deadline.tv_sec ||
-	       (now.tv_sec == vm->deadline.tv_sec && now.tv_nsec >= vm->deadline.tv_nsec);
+	return past(vm, CLOCK_MONOTONIC);
 }
 
 // hostd_compile_interrupt is mrb_state.compile_interrupt (patch 0007): the
@@ -194,10 +202,7 @@ calls_out(mrb_code op)
 static int
 past_deadline_coarse(hostd_vm *vm)
 {
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
-	return now.tv_sec > vm->deadline.tv_sec ||
-	       (now.tv_sec == vm->deadline.tv_sec && now.tv_nsec >= vm->deadline.tv_nsec);
+	return past(vm, CLOCK_MONOTONIC_COARSE);
 }
 
 static void
