@@ -23,8 +23,8 @@ import (
 
 // Test identities: numeric uids with no passwd entry.
 const (
-	testUID   = 31001
-	testGID   = 31001
+	testUID   = 31501
+	testGID   = 31501
 	testGroup = 31077
 )
 
@@ -62,8 +62,8 @@ func TestSpawnerCredentials(t *testing.T) {
 		capsZero   bool
 		noNewPrivs string
 	}{
-		{"tenant", &Identity{UID: testUID, GID: testGID}, "31001", "31001", "", true, "1"},
-		{"tenant with groups", &Identity{UID: testUID, GID: testGID, Groups: []uint32{testGroup}}, "31001", "31001", "31077", true, "1"},
+		{"tenant", &Identity{UID: testUID, GID: testGID}, "31501", "31501", "", true, "1"},
+		{"tenant with groups", &Identity{UID: testUID, GID: testGID, Groups: []uint32{testGroup}}, "31501", "31501", "31077", true, "1"},
 		{"server identity", nil, "0", "0", "", false, "1"},
 	}
 	for _, tt := range tests {
@@ -511,7 +511,10 @@ setsid sleep 600 >/dev/null 2>&1 </dev/null &
 echo started
 `
 			if exit == "sigterm" {
-				script += "trap 'exit 0' TERM\nwhile :; do sleep 0.05; done\n"
+				// The handler before "started": PID 1 of a namespace drops
+				// a signal it has no handler for, so a SIGTERM sent before
+				// the trap ran would be lost and the script run for ever.
+				script = "trap 'exit 0' TERM\n" + script + "while :; do sleep 0.05; done\n"
 			} else {
 				script += "cat >/dev/null\n"
 			}
@@ -553,8 +556,15 @@ echo started
 			} else {
 				stdin.Close()
 			}
-			if err := cmd.Wait(); err != nil {
-				t.Fatalf("Wait: %v, want exit 0", err)
+			waited := make(chan error, 1)
+			go func() { waited <- cmd.Wait() }()
+			select {
+			case err := <-waited:
+				if err != nil {
+					t.Fatalf("Wait: %v, want exit 0", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("the child did not exit on %s within 30s", exit)
 			}
 			for _, pid := range sleeps {
 				sandboxtest.WaitFor(t, "sleep "+pid+" to die with PID 1 of its namespace", func() bool { return !sleeping(pid) })
