@@ -306,17 +306,10 @@ func TestSpawnerCloseKillsChildren(t *testing.T) {
 	}
 	s.Close()
 	s.Close() // idempotent
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Errorf("Wait = %v, want killed by SIGKILL (parent-death signal)", err)
-		}
-	case <-time.After(5 * time.Second):
-		_ = cmd.Process.Kill()
+	if err, ok := waitFor(cmd, 5*time.Second); !ok {
 		t.Fatal("child survived the spawner thread")
+	} else if !killedBy(err, syscall.SIGKILL) {
+		t.Errorf("Wait = %v, want killed by SIGKILL (parent-death signal)", err)
 	}
 	if err := s.Start(t.Context(), exec.Command("/bin/true"), nil); !errors.Is(err, ErrSpawnerClosed) {
 		t.Errorf("Start after Close = %v, want ErrSpawnerClosed", err)
@@ -556,15 +549,10 @@ echo started
 			} else {
 				stdin.Close()
 			}
-			waited := make(chan error, 1)
-			go func() { waited <- cmd.Wait() }()
-			select {
-			case err := <-waited:
-				if err != nil {
-					t.Fatalf("Wait: %v, want exit 0", err)
-				}
-			case <-time.After(30 * time.Second):
+			if err, ok := waitFor(cmd, 30*time.Second); !ok {
 				t.Fatalf("the child did not exit on %s within 30s", exit)
+			} else if err != nil {
+				t.Fatalf("Wait: %v, want exit 0", err)
 			}
 			for _, pid := range sleeps {
 				sandboxtest.WaitFor(t, "sleep "+pid+" to die with PID 1 of its namespace", func() bool { return !sleeping(pid) })
@@ -585,18 +573,10 @@ func TestSpawnerPIDNamespaceCPULimit(t *testing.T) {
 	if err := s.StartLimited(t.Context(), cmd, &Identity{UID: testUID, GID: testGID}, lim); err != nil {
 		t.Fatalf("StartLimited: %v", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Errorf("Wait = %v, want killed by SIGKILL at the CPU limit", err)
-		}
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		<-done
+	if err, ok := waitFor(cmd, 60*time.Second); !ok {
 		t.Fatal("a busy loop outlived its 1s CPU limit by a minute")
+	} else if !killedBy(err, syscall.SIGKILL) {
+		t.Errorf("Wait = %v, want killed by SIGKILL at the CPU limit", err)
 	}
 	s.Finished(cmd, lim)
 }
@@ -660,4 +640,25 @@ func sleeping(pid string) bool {
 	st := string(b)
 	return strings.Contains(st, "Name:\tsleep") && !strings.Contains(st, "(zombie)") &&
 		strings.Contains(st, "Uid:\t"+strconv.Itoa(testUID)+"\t")
+}
+
+// waitFor waits up to d for cmd to end and returns Wait's error; when it
+// has not ended by then (ok false), it is killed and reaped.
+func waitFor(cmd *exec.Cmd, d time.Duration) (err error, ok bool) {
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err, true
+	case <-time.After(d):
+		_ = cmd.Process.Kill()
+		<-done
+		return nil, false
+	}
+}
+
+// killedBy reports whether err is Wait's error for a process killed by sig.
+func killedBy(err error, sig syscall.Signal) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signal() == sig
 }
